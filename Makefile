@@ -1,0 +1,27 @@
+# Two entry points on a fresh machine (both install what they need):
+#   make serve   - the HTTP service on the embedded default (built-in catalog, no cluster)
+#   make test    - every test
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test tools bench openapi
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# gojq (the upstream jq engine) is the oracle of the differential tests.
+tools:
+	@command -v gojq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq gojq >/dev/null; }
+
+serve: $(STAMP)
+	$(VENV)/bin/wlmap serve
+
+test: $(STAMP) tools
+	$(PY) -m pytest -q
+
+bench: $(STAMP) tools
+	$(PY) benchmarks/engine_bench.py

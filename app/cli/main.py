@@ -1,0 +1,294 @@
+"""`wlmap`: interpret workloads offline, list/show/validate/test definitions, serve the API.
+
+Exit codes: 0 ok; 1 a result is an error (invalid definition, failed interpretation, failed
+case); 2 usage, or an input that cannot be read or parsed; 4 no definition covers a workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..documents import DocumentError, parse_documents
+from ..engine.interpret import InterpretationError, interpret
+from ..karta.load import Definition, NotAKarta, definitions_from_text, load_builtin, load_path
+from ..karta.registry import AmbiguousDefinition, Registry
+from . import render
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_DEFINITION = 0, 1, 2, 4
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+def _err(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+
+
+def _dump_json(v: Any) -> str:
+    return json.dumps(v, indent=2, ensure_ascii=False)
+
+
+def _read(path: str) -> bytes:
+    try:
+        return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as e:
+        raise CliError(f"read {path}: {e.strerror or e}") from None
+
+
+def build_registry(extra: list[str] | None) -> Registry:
+    layer: list[Definition] = []
+    for p in extra or []:
+        try:
+            defs = load_path(p, "directory")
+        except (OSError, DocumentError, NotAKarta) as e:
+            raise CliError(f"--definition {p}: {e}") from None
+        for d in defs:
+            if not d.valid:
+                first = next(f.message for f in d.findings if f.level == "error")
+                print(f"warning: definition {d.name or d.origin} is invalid and is not used: {first}",
+                      file=sys.stderr)
+        layer += defs
+    return Registry.of(load_builtin(), layer)
+
+
+def problem(title: str, detail: str, status: int = 422, errors: list[dict[str, Any]] | None = None,
+            type_: str = "about:blank") -> dict[str, Any]:
+    p: dict[str, Any] = {"type": type_, "title": title, "status": status, "detail": detail}
+    if errors:
+        p["errors"] = errors
+    return p
+
+
+# -- interpret -----------------------------------------------------------------------------
+
+def cmd_interpret(args: argparse.Namespace) -> int:
+    registry = build_registry(args.definition)
+    pods = None
+    if args.pods:
+        pods = [d for d in _parse(args.pods) if isinstance(d, dict) and d.get("kind") == "Pod"]
+    results: list[dict[str, Any]] = []
+    failed = no_def = False
+    for path in args.files:
+        for doc in _parse(path):
+            try:
+                results.append(_interpret_one(doc, registry, pods))
+            except CliError as e:
+                failed = True
+                no_def = no_def or e.code == EXIT_NO_DEFINITION
+                results.append({"error": problem("Cannot interpret", str(e), 404 if e.code == EXIT_NO_DEFINITION
+                                                 else 422, getattr(e, "errors", None))})
+    ok = [r for r in results if "error" not in r]
+    if args.output == "jsonl":
+        for r in results:
+            print(json.dumps(r, ensure_ascii=False))
+    else:
+        for r in results:
+            if "error" in r:
+                _err(r["error"]["detail"])
+                for e in r["error"].get("errors") or []:
+                    print(f"  {e.get('path', '')}: {e['message']}", file=sys.stderr)
+        if args.output == "json":
+            print(_dump_json(ok[0] if len(ok) == 1 and len(results) == 1 else ok))
+        elif args.output == "yaml":
+            print(yaml.safe_dump_all(ok, sort_keys=False, allow_unicode=True), end="")
+        else:
+            print("\n\n".join("\n".join(render.tree_lines(r)) for r in ok))
+    if no_def and len(ok) == 0:
+        return EXIT_NO_DEFINITION
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def _parse(path: str) -> list[Any]:
+    try:
+        return parse_documents(_read(path))
+    except DocumentError as e:
+        raise CliError(f"{path}: {e}") from None
+
+
+def _interpret_one(doc: Any, registry: Registry, pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+    if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
+        raise CliError("document declares no apiVersion and kind", EXIT_FAIL)
+    try:
+        d = registry.resolve_object(doc)
+    except AmbiguousDefinition as e:
+        raise CliError(str(e), EXIT_FAIL) from None
+    if d is None:
+        raise CliError(f"no Karta definition covers {doc['apiVersion']} {doc['kind']}", EXIT_NO_DEFINITION)
+    try:
+        return interpret(doc, d, pods)
+    except InterpretationError as e:
+        err = CliError(str(e), EXIT_FAIL)
+        err.errors = e.errors  # type: ignore[attr-defined]
+        raise err from None
+
+
+# -- definitions ---------------------------------------------------------------------------
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = build_registry(args.definition)
+    rows = []
+    for d in registry.active():
+        g, v, k = d.gvk or ("", "", "")
+        rows.append({"name": d.name, "group": g, "version": v, "kind": k, "source": d.source, "digest": d.digest})
+    if args.output == "json":
+        print(_dump_json(rows))
+        return EXIT_OK
+    if not rows:
+        print("No Karta definitions found.", file=sys.stderr)
+        return EXIT_OK
+    table = [["NAME", "KIND", "GROUP/VERSION", "SOURCE", "COMPONENTS"]]
+    for r, d in zip(rows, registry.active()):
+        comps = [c.name or "" for c in d.karta.components]
+        table.append([r["name"], r["kind"], f"{r['group']}/{r['version']}" if r["group"] else r["version"],
+                      r["source"], ", ".join(comps)])
+    print("\n".join(render._table(table, gap=2)))
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    registry = build_registry(args.definition)
+    d = registry.by_name(args.name)
+    if d is None:
+        _err(f'no Karta definition named "{args.name}". Run "wlmap definitions list" to see what is available')
+        return EXIT_FAIL
+    if args.output == "json":
+        print(_dump_json(d.raw))
+    else:
+        print(yaml.safe_dump(d.raw, sort_keys=False, allow_unicode=True), end="")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    worst = EXIT_OK
+    for path in args.files:
+        name = "stdin" if path == "-" else path
+        try:
+            defs = definitions_from_text(_read(path), "directory", name, skip_other_kinds=False)
+        except (DocumentError, NotAKarta) as e:
+            _err(f"{name}: {e}")
+            return EXIT_USAGE
+        except CliError as e:
+            _err(str(e))
+            return EXIT_USAGE
+        if not defs:
+            _err(f"{name}: no Karta definition found")
+            return EXIT_USAGE
+        for d in defs:
+            errs = [f for f in d.findings if f.level == "error"]
+            warns = [f for f in d.findings if f.level == "warning"]
+            where = d.origin
+            if errs:
+                print(f"INVALID: {where}")
+                for f in errs:
+                    for line in f.message.splitlines():
+                        print(f"  {line}")
+                _err(f"{len(errs)} finding(s) in {where}")
+                worst = EXIT_FAIL
+            else:
+                g = d.karta.root_gvk
+                print(f"OK: {where} is a valid Karta definition (GVK: {g})")
+            for f in warns:
+                print(f"warning: {where}: {f.message}", file=sys.stderr)
+    return worst
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from ..casefiles import case_folders, run_folder
+
+    base = build_registry(args.definition)
+    root = Path(args.dir)
+    if not root.exists():
+        _err(f"{root}: no such file or directory")
+        return EXIT_USAGE
+    folders = case_folders(root)
+    if not folders:
+        _err(f"{root}: no {root / 'cases.yaml'} (or folders holding one) found")
+        return EXIT_USAGE
+    passed = failed = 0
+    for folder in folders:
+        for r in run_folder(folder, base):
+            if r.ok:
+                passed += 1
+                if args.verbose:
+                    print(f"PASS {folder}: {r.name}")
+            else:
+                failed += 1
+                print(f"FAIL {folder}: {r.name}")
+                for f in r.failures:
+                    print(f"  {f}")
+    print(f"{passed} passed, {failed} failed")
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+# -- serve ---------------------------------------------------------------------------------
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..service.serve import serve
+
+    return serve(args)
+
+
+def parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--definition", action="append", default=[], metavar="FILE_OR_DIR",
+                        help="extra definitions, taking precedence over built-in ones for the same root GVK "
+                             "(repeatable)")
+    p = argparse.ArgumentParser(prog="wlmap", description="Interpret Kubernetes AI workloads with Karta definitions.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    i = sub.add_parser("interpret", parents=[common], help="interpret manifests offline")
+    i.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON manifests ('-' for stdin)")
+    i.add_argument("-o", "--output", choices=["tree", "json", "jsonl", "yaml"], default="tree")
+    i.add_argument("--pods", metavar="FILE", help="pods of the workload, to place them and make gang groups concrete")
+    i.set_defaults(func=cmd_interpret)
+
+    d = sub.add_parser("definitions", help="list, show, validate and test definitions")
+    dsub = d.add_subparsers(dest="action", required=True)
+    dl = dsub.add_parser("list", parents=[common], help="definitions in use, one per root GVK")
+    dl.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    dl.set_defaults(func=cmd_list)
+    ds = dsub.add_parser("show", parents=[common], help="print one definition")
+    ds.add_argument("name")
+    ds.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
+    ds.set_defaults(func=cmd_show)
+    dv = dsub.add_parser("validate", parents=[common], help="check definition files (exit 0 valid, 1 invalid, "
+                                                            "2 unreadable)")
+    dv.add_argument("files", nargs="+", metavar="FILE")
+    dv.set_defaults(func=cmd_validate)
+    dt = dsub.add_parser("test", parents=[common], help="run the fixture cases of definition folders")
+    dt.add_argument("dir", nargs="?", default="definitions")
+    dt.add_argument("-v", "--verbose", action="store_true")
+    dt.set_defaults(func=cmd_test)
+
+    s = sub.add_parser("serve", parents=[common], help="serve the HTTP API (built-in catalog, no cluster by default)")
+    from ..service.settings import add_serve_arguments
+
+    add_serve_arguments(s)
+    s.set_defaults(func=cmd_serve)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except CliError as e:
+        _err(str(e))
+        return e.code
+    except BrokenPipeError:  # e.g. `wlmap ... | head`
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

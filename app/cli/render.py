@@ -1,0 +1,103 @@
+"""Plain-text views for the terminal: an interpretation as a tree, definitions as a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _table(rows: list[list[str]], gap: int = 3) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [(" " * gap).join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _replicas(inst: dict[str, Any]) -> str:
+    r, lo, hi = inst.get("replicas"), inst.get("minReplicas"), inst.get("maxReplicas")
+    text = "-" if r is None else str(r)
+    if lo is not None or hi is not None:
+        text += f" ({'' if lo is None else lo}..{'' if hi is None else hi})"
+    return text
+
+
+def _kind(k: dict[str, Any] | None) -> str:
+    if not k:
+        return ""
+    return f"{k['group']}/{k['version']} {k['kind']}" if k.get("group") else f"{k['version']} {k['kind']}"
+
+
+def _live(inst: dict[str, Any]) -> str:
+    live = inst.get("live")
+    return "" if live is None else f"{live['ready']}/{live['desired']} ready"
+
+
+def tree_lines(result: dict[str, Any]) -> list[str]:
+    rows = [["COMPONENT", "KIND", "REPLICAS", "GPU/POD", "PODS", "GPUS", "CPU", "MEMORY", "LIVE"]]
+    has_live = "live" in result
+
+    def add(node: dict[str, Any], prefix: str, branch: str) -> None:
+        instances = node["instances"]
+        single = len(instances) == 1 and instances[0]["id"] is None
+        t = node["totals"]
+        if single:
+            inst = instances[0]
+            pod = inst.get("pod")
+            rows.append([prefix + branch + node["name"], _kind(node["kind"]), _replicas(inst),
+                         str(pod["gpus"]) if pod else "", str(t["pods"]), str(t["gpus"]),
+                         t["requests"].get("cpu", ""), t["requests"].get("memory", ""), _live(inst)])
+        else:
+            rows.append([prefix + branch + node["name"], _kind(node["kind"]), "", "", str(t["pods"]), str(t["gpus"]),
+                         t["requests"].get("cpu", ""), t["requests"].get("memory", ""), ""])
+        child_prefix = prefix + ("" if not branch else ("    " if branch.startswith("└") else "│   "))
+        items: list[tuple[str, Any]] = []
+        if not single:
+            items += [("instance", i) for i in instances]
+        items += [("component", c) for c in node["children"]]
+        for n, (what, item) in enumerate(items):
+            br = "└── " if n == len(items) - 1 else "├── "
+            if what == "component":
+                add(item, child_prefix, br)
+            else:
+                it = item["totals"]
+                pod = item.get("pod")
+                rows.append([child_prefix + br + (item["id"] or "(default)"), "", _replicas(item),
+                             str(pod["gpus"]) if pod else "", str(it["pods"]), str(it["gpus"]),
+                             it["requests"].get("cpu", ""), it["requests"].get("memory", ""), _live(item)])
+
+    add(result["tree"], "", "")
+    if not has_live:
+        rows = [r[:-1] for r in rows]
+    w = result["workload"]
+    d = result["definition"]
+    st = result["status"]
+    where = f"{w['namespace']}/{w['name']}" if w.get("namespace") else str(w.get("name"))
+    out = [f"{w['kind']} {where}",
+           f"definition: {d['name']} ({d['source']})",
+           f"phase: {st['phase']}" + (f"   matched: {','.join(st['matched'])}" if st["matched"] != [st["phase"]] else "")
+           + (f"   raw phase: {st['rawPhase']}" if st.get("rawPhase") else ""), ""]
+    out += _table(rows)
+    t = result["totals"]
+    req = ", ".join(f"{k}={v}" for k, v in t["requests"].items())
+    out += ["", f"total: {t['pods']} pods, {t['gpus']} GPUs" + (f"  ({req})" if req else "")]
+    out += gang_lines(result.get("gang") or {})
+    if result.get("live"):
+        live = result["live"]
+        out.append(f"live: {live['ready']}/{live['desired']} ready, {live['current']} pods")
+    for warning in result.get("warnings") or []:
+        out.append(f"warning: {warning}")
+    return out
+
+
+def gang_lines(g: dict[str, Any]) -> list[str]:
+    out = []
+    if "podGroup" in g and g.get("mode") == "podGroup":
+        pg = g["podGroup"]
+        subs = ", ".join(f"{s['name']}>={s['minAvailable']}" + (f" ({s['error']})" if s.get("error") else "")
+                         for s in pg.get("subGroups") or [])
+        out.append(f"gang: PodGroup {pg['name']} minAvailable={pg.get('minAvailable')} "
+                   f"minSubGroup={pg.get('minSubGroup')}" + (f"  subgroups: {subs}" if subs else ""))
+    elif g.get("podGroups"):
+        for grp in g["podGroups"]:
+            members = ", ".join(f"{m['component']}>={m['minAvailable']}" for m in grp["members"])
+            out.append(f"gang: group {grp['name']}: {members}")
+    for grp in g.get("groups") or []:
+        out.append(f"  {grp['name']} (min {grp['minAvailable']}): {', '.join(grp['pods'])}")
+    return out

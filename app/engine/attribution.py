@@ -1,0 +1,113 @@
+"""Place a workload's pods on its components and instances (reference `ResolveDescribe`).
+
+Which pods belong to the workload is decided before this (owner-reference chain, or the caller
+supplying them).  Here, selectors only say *where* each pod goes: a pod-bearing component
+claims the pods its type selector matches (or all of them when it is the only component with
+a specDefinition), grouping components pass everything down, and multi-instance components
+narrow pods by the instance id their instance selector reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compiled import CompiledDefinition
+from .pods import PodError, PodInput, matches_type
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+def not_ready_reason(pod: dict[str, Any]) -> str | None:
+    """PodScheduled=False reason, else status.reason, else the Ready=False reason."""
+    status = pod.get("status") or {}
+    conds = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    sched = conds.get("PodScheduled")
+    if sched and sched.get("status") == "False" and sched.get("reason"):
+        return sched["reason"]
+    if status.get("reason"):
+        return status["reason"]
+    for cs in status.get("containerStatuses") or []:  # e.g. CrashLoopBackOff, ImagePullBackOff
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            return waiting["reason"]
+    ready = conds.get("Ready")
+    if ready and ready.get("status") == "False" and ready.get("reason"):
+        return ready["reason"]
+    return None
+
+
+def pod_row(pod: PodInput, component: str, instance: str | None) -> dict[str, Any]:
+    obj = pod.obj
+    ready = pod_ready(obj)
+    return {"name": pod.name, "component": component, "instance": instance,
+            "phase": (obj.get("status") or {}).get("phase"), "ready": ready,
+            "node": (obj.get("spec") or {}).get("nodeName") or None,
+            "reason": None if ready else not_ready_reason(obj)}
+
+
+def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], tree: dict[str, Any],
+                   warnings: list[str]) -> dict[str, Any]:
+    sole_owner = sum(1 for c in cd.components.values() if c.spec_definition is not None) == 1
+    rows: list[dict[str, Any]] = []
+    placed: set[str] = set()
+
+    def claims(name: str, offered: list[PodInput]) -> list[PodInput]:
+        c = cd.components[name]
+        sel = c.pod_selector.component_type_selector if c.pod_selector else None
+        if sel is None:
+            return list(offered) if sole_owner else []
+        out = []
+        for p in offered:
+            try:
+                if matches_type(sel, p):
+                    out.append(p)
+            except PodError as e:
+                warnings.append(f"pod {p.name}: component {name}: {e}")
+        return out
+
+    def walk(node: dict[str, Any], offered: list[PodInput], is_root: bool) -> None:
+        name = node["name"]
+        c = cd.components[name]
+        if c.pod_bearing:
+            claimed = claims(name, offered)
+            instances = node["instances"]
+            multi = not is_root and any(i["id"] is not None for i in instances)
+            for inst in instances:
+                mine: list[PodInput] = claimed
+                if multi:
+                    mine = []
+                    sel = c.pod_selector.component_instance_selector if c.pod_selector else None
+                    for p in claimed:
+                        if c.pod_selector is None:
+                            mine.append(p)
+                            continue
+                        if sel is None or not sel.id_path:
+                            continue
+                        try:
+                            if p.single(sel.id_path) == inst["id"]:
+                                mine.append(p)
+                        except PodError as e:
+                            warnings.append(f"pod {p.name}: component {name}: {e}")
+                inst_rows = [pod_row(p, name, inst["id"]) for p in sorted(mine, key=lambda p: p.name)]
+                rows.extend(inst_rows)
+                placed.update(p.name for p in mine)
+                inst["live"] = {"current": len(inst_rows), "ready": sum(r["ready"] for r in inst_rows),
+                                "desired": inst["totals"]["pods"],
+                                "nodes": sorted({r["node"] for r in inst_rows if r["node"]})}
+                if is_root:
+                    break  # the root renders all its instances as one row
+        for child in node["children"]:
+            walk(child, offered, False)
+
+    walk(tree, pods, True)
+    ready_names = {r["name"] for r in rows if r["ready"]}
+    return {
+        "current": len(placed), "ready": len(ready_names & placed), "desired": tree["totals"]["pods"],
+        "pods": sorted(rows, key=lambda r: (r["name"], r["component"])),
+        "unplaced": sorted(p.name for p in pods if p.name not in placed),
+    }

@@ -1,0 +1,189 @@
+"""A definition prepared for evaluation: its batched programs and its structure summary.
+
+Built once per definition digest and cached (compiling costs ~1-2 ms of libjq time per
+program; interpreting must not pay it).  The structure summary mirrors the reference's
+`NewStructureSummary`: leaves in root-then-children order, parent/children maps, whether any
+component has a scale, and the alpha gang candidates per component.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from cachetools import LRUCache
+
+from ..jqlang import JqParseError, parse
+from ..jqlang.calls import called_functions
+from ..karta.load import Definition
+from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, PodGroupMember
+from .jqbatch import GOJQ_UNDEFINED, Batch
+
+
+@dataclass(frozen=True)
+class Candidate:
+    effective_component: str
+    pod_group_name: str
+    member: PodGroupMember
+
+
+def type_selector_expression(key_path: str, value: str | None) -> str:
+    """What the reference evaluates for a type selector: `<keyPath> == "<value>"`, concatenated
+    as text (no parentheses), so `.a // .b` with a value compares only `.b`."""
+    import json
+
+    return key_path if value is None else f"{key_path} == {json.dumps(value)}"
+
+
+def _component_workload_exprs(c: ComponentDefinition, with_status: bool) -> list[str]:
+    out: list[str | None] = [c.instance_id_path]
+    sd = c.spec_definition
+    if sd is not None:
+        out += [sd.pod_template_spec_path, sd.pod_spec_path, sd.metadata_path]
+        if sd.fragmented_pod_spec_definition is not None:
+            out += [getattr(sd.fragmented_pod_spec_definition, a) for a, _, _ in FRAGMENT_FIELDS]
+    if c.scale_definition is not None:
+        sc = c.scale_definition
+        out += [sc.replicas_path, sc.min_replicas_path, sc.max_replicas_path]
+    st = c.status_definition
+    if with_status and st is not None:
+        if st.phase_definition is not None:
+            out.append(st.phase_definition.path)
+        if st.conditions_definition is not None:
+            out.append(st.conditions_definition.path)
+        if st.status_mappings is not None:
+            for key, _, _ in STATUS_KEYS:
+                for m in getattr(st.status_mappings, key) or []:
+                    if m.by_expression is not None:
+                        out.append(m.by_expression.expression)
+    return [e for e in out if e]
+
+
+def _forced_compile_errors(texts: list[str]) -> dict[int, str]:
+    """Builtins libjq has but gojq lacks fail to compile upstream; make them fail here too."""
+    forced = {}
+    for i, t in enumerate(texts):
+        try:
+            names = called_functions(parse(t))
+        except JqParseError:
+            continue  # invalid definitions are never compiled; libjq will report it anyway
+        bad = sorted(n for n in names if n in GOJQ_UNDEFINED)
+        if bad:
+            kind = "variable" if bad[0].startswith("$") else "function"
+            forced[i] = f"{kind} not defined: {bad[0]}"
+    return forced
+
+
+def _batch(texts: list[str]) -> tuple[Batch, dict[str, int]]:
+    unique = list(dict.fromkeys(texts))
+    return Batch(unique, _forced_compile_errors(unique)), {t: i for i, t in enumerate(unique)}
+
+
+# Expressions that mention these read what we would otherwise strip from the input.
+_STRIP_SENSITIVE = ("managedFields", "last-applied", "metadata |", "metadata|", "metadata[]",
+                    "annotations |", "annotations|", "annotations[]", "annotations)", "metadata)")
+
+
+@dataclass
+class CompiledDefinition:
+    definition: Definition
+    workload: Batch
+    workload_index: dict[str, int]
+    pods: Batch
+    pod_index: dict[str, int]
+    strip_noise: bool
+    components: dict[str, ComponentDefinition]
+    order: list[str]  # root first, then children, definition order
+    parent: dict[str, str]
+    children: dict[str, list[str]]
+    leaves: list[str]
+    has_scale: bool
+    candidates: dict[str, list[Candidate]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, d: Definition) -> CompiledDefinition:
+        k = d.karta
+        comps = k.components
+        root = k.root
+        w_texts: list[str] = []
+        for c in comps:
+            w_texts += _component_workload_exprs(c, with_status=c is root)
+        p_texts: list[str] = []
+        for c in comps:
+            ps = c.pod_selector
+            if ps is None:
+                continue
+            ts = ps.component_type_selector
+            if ts is not None and ts.key_path:
+                p_texts.append(type_selector_expression(ts.key_path, ts.value))
+            if ps.component_instance_selector is not None and ps.component_instance_selector.id_path:
+                p_texts.append(ps.component_instance_selector.id_path)
+            if ps.replica_selector is not None and ps.replica_selector.key_path:
+                p_texts.append(ps.replica_selector.key_path)
+        gang = k.gang
+        for pg in (gang.pod_groups or []) if gang else []:
+            for m in pg.members or []:
+                p_texts += [p for p in (m.filters or []) + (m.group_by_key_paths or []) if p]
+        workload, w_index = _batch(w_texts)
+        pods, p_index = _batch(p_texts)
+        strip = not any(s in t for t in w_texts for s in _STRIP_SENSITIVE)
+
+        names = [c.name or "" for c in comps]
+        by_name = {c.name or "": c for c in comps}
+        parent = {c.name or "": c.owner_ref or "" for c in k.children}
+        children: dict[str, list[str]] = {n: [] for n in names}
+        for c in k.children:
+            children.setdefault(c.owner_ref or "", []).append(c.name or "")
+        leaves = [c.name or "" for c in comps if c.pod_bearing]
+        has_scale = any(c.scale_definition is not None for c in comps)
+        compiled = cls(d, workload, w_index, pods, p_index, strip, by_name, names, parent, children, leaves,
+                       has_scale)
+        if gang is not None and (gang.pod_groups or gang.pod_group is not None):
+            compiled.candidates = {n: compiled._candidates_for(n) for n in names}
+        return compiled
+
+    def _candidates_for(self, name: str) -> list[Candidate]:
+        gang = self.definition.karta.gang
+        found: list[Candidate] = []
+        level: str | None = name
+        seen: set[str] = set()
+        while level is not None and level not in seen:
+            seen.add(level)
+            for pg in gang.pod_groups or []:
+                for m in pg.members or []:
+                    if m.component_name == level:
+                        found.append(Candidate(level, pg.name or "", m))
+            level = self.parent.get(level)
+        # Own members first, the rest in order: a stable sort (the reference intends one).
+        return sorted(found, key=lambda c: c.effective_component != name)
+
+    def ancestors(self, name: str) -> list[str]:
+        out, cur = [], self.parent.get(name)
+        while cur is not None and cur not in out:
+            out.append(cur)
+            cur = self.parent.get(cur)
+        return out
+
+
+_cache: LRUCache[str, CompiledDefinition] = LRUCache(maxsize=1024)
+_cache_lock = threading.Lock()
+stats = {"hits": 0, "misses": 0}
+
+
+def compiled(d: Definition) -> CompiledDefinition:
+    """The compiled form of a definition, cached by its digest."""
+    with _cache_lock:
+        hit = _cache.get(d.digest)
+        if hit is not None:
+            stats["hits"] += 1
+            return hit
+    c = CompiledDefinition.build(d)
+    with _cache_lock:
+        stats["misses"] += 1
+        _cache[d.digest] = c
+    return c
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()

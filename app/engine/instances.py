@@ -1,0 +1,213 @@
+"""Instance ids, per-field extraction and the positional zip (reference `GetExtractedInstances`).
+
+Every path of a component yields one output per instance; output i belongs to id i.  Counts
+must match exactly, conversions follow encoding/json, and the error texts are the reference's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..karta.model import FRAGMENT_FIELDS, ComponentDefinition
+from .jqbatch import Result
+from .values import ConversionError, go_json_type, to_int32
+
+
+class ExtractionError(Exception):
+    def __init__(self, message: str, path: str = "", expression: str | None = None):
+        super().__init__(message)
+        self.message, self.path, self.expression = message, path, expression
+
+
+@dataclass
+class Scale:
+    replicas: int | None = None
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+
+    def effective_min(self) -> int:
+        """Gang reading: minReplicas if > 0, else replicas if > 0, else 0."""
+        if self.min_replicas is not None and self.min_replicas > 0:
+            return self.min_replicas
+        if self.replicas is not None and self.replicas > 0:
+            return self.replicas
+        return 0
+
+
+def desired(scale: Scale | None) -> int:
+    """CLI reading: no scale -> 1; replicas (even 0) -> it; else minReplicas; else 1."""
+    if scale is None:
+        return 1
+    if scale.replicas is not None:
+        return scale.replicas
+    if scale.min_replicas is not None:
+        return scale.min_replicas
+    return 1
+
+
+@dataclass
+class ExtractedInstance:
+    id: str
+    pod_template_spec: dict | None = None
+    pod_spec: dict | None = None
+    metadata: dict | None = None
+    fragmented: dict | None = None
+    scale: Scale | None = None
+
+    @property
+    def has_pod(self) -> bool:
+        return self.pod_template_spec is not None or self.pod_spec is not None or self.fragmented is not None
+
+
+@dataclass
+class ComponentValues:
+    name: str
+    ids: list[str]
+    instances: list[ExtractedInstance] = field(default_factory=list)  # sorted by id (byte order)
+
+
+Lookup = dict[str, Result]
+
+
+def _outputs(results: Lookup, expr: str, path: str) -> list[Any]:
+    r = results[expr]
+    if not r.ok:
+        raise ExtractionError(r.error or "", path, expr)
+    return r.values or []
+
+
+_TYPES = {
+    "object": (dict,),
+    "string": (str,),
+    "array": (list,),
+}
+
+
+def _convert(v: Any, index: int, want: str, go_type: str) -> Any:
+    """JSON round trip into a Go type: null -> zero value, wrong JSON kind -> error."""
+    if v is None:
+        return {"object": {}, "string": "", "array": []}[want]
+    if not isinstance(v, _TYPES[want]) or isinstance(v, bool) and want != "bool":
+        raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: cannot "
+                              f"unmarshal {go_json_type(v)} into Go value of type {go_type}")
+    return v
+
+
+def _zip_error(ids: list[str], results: list[Any]) -> str:
+    return f"instance ids count ({len(ids)}) does not match results count ({len(results)})"
+
+
+def instance_ids(c: ComponentDefinition, results: Lookup, path: str) -> list[str]:
+    if not c.instance_id_path:
+        return [""]
+    raw = _outputs(results, c.instance_id_path, f"{path}.instanceIdPath")
+    ids = []
+    for i, v in enumerate(raw):
+        if v is None:
+            ids.append("")
+        elif isinstance(v, str):
+            ids.append(v)
+        else:
+            raise ExtractionError(
+                f"failed to extract instance ids for component {c.name}: failed to convert object at index {i} "
+                f"to type string: json: cannot unmarshal {go_json_type(v)} into Go value of type string",
+                f"{path}.instanceIdPath", c.instance_id_path)
+    if any(i == "" for i in ids):
+        raise ExtractionError(f"instance id path contained empty string values [{','.join(ids)}]",
+                              f"{path}.instanceIdPath", c.instance_id_path)
+    return ids
+
+
+def extract_component(c: ComponentDefinition, results: Lookup, path: str) -> ComponentValues:
+    ids = instance_ids(c, results, path)
+    per_id: dict[str, ExtractedInstance] = {i: ExtractedInstance(i) for i in ids}
+
+    def zipped(expr: str, field_path: str, wrap: str, want: str, go_type: str) -> list[Any] | None:
+        try:
+            outs = _outputs(results, expr, field_path)
+            vals = [_convert(v, i, want, go_type) for i, v in enumerate(outs)]
+        except ConversionError as e:
+            raise ExtractionError(f"{wrap}: {e}", field_path, expr) from None
+        if len(vals) != len(ids):
+            raise ExtractionError(f"{wrap}: {_zip_error(ids, vals)}", field_path, expr)
+        return vals
+
+    sd = c.spec_definition
+    if sd is not None:
+        for expr, attr, wrap, go_type in (
+            (sd.pod_template_spec_path, "pod_template_spec", "failed to get pod template specs", "v1.PodTemplateSpec"),
+            (sd.pod_spec_path, "pod_spec", "failed to get pod specs", "v1.PodSpec"),
+            (sd.metadata_path, "metadata", "failed to get pod metadata", "v1.ObjectMeta"),
+        ):
+            if expr:
+                key = {"pod_template_spec": "podTemplateSpecPath", "pod_spec": "podSpecPath",
+                       "metadata": "metadataPath"}[attr]
+                vals = zipped(expr, f"{path}.specDefinition.{key}", wrap, "object", go_type)
+                for i, v in zip(ids, vals or []):
+                    setattr(per_id[i], attr, v)
+        frag = sd.fragmented_pod_spec_definition
+        if frag is not None:
+            _fragmented(frag, ids, per_id, results, f"{path}.specDefinition.fragmentedPodSpecDefinition")
+    if c.scale_definition is not None:
+        _scales(c, ids, per_id, results, f"{path}.scaleDefinition")
+    # The tree sorts instance keys as byte strings; duplicates keep the last value per id.
+    ordered = sorted(per_id, key=lambda s: s.encode())
+    return ComponentValues(c.name or "", ids, [per_id[i] for i in ordered])
+
+
+_FRAGMENT_TYPES = {
+    "schedulerName": ("string", "string"), "labels": ("object", "map[string]string"),
+    "annotations": ("object", "map[string]string"), "resources": ("object", "v1.ResourceRequirements"),
+    "resourceClaims": ("array", "[]v1.PodResourceClaim"), "podAffinity": ("object", "v1.PodAffinity"),
+    "nodeAffinity": ("object", "v1.NodeAffinity"), "containers": ("array", "[]v1.Container"),
+    "container": ("object", "v1.Container"), "priorityClassName": ("string", "string"), "image": ("string", "string"),
+}
+
+
+def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup, path: str) -> None:
+    lists: dict[str, list[Any]] = {}
+    for attr, go_name, key in FRAGMENT_FIELDS:
+        expr = getattr(frag, attr)
+        if not expr:
+            continue
+        fp = f"{path}.{go_name[0].lower()}{go_name[1:]}"
+        want, go_type = _FRAGMENT_TYPES[key]
+        try:
+            outs = _outputs(results, expr, fp)
+            lists[key] = [_convert(v, i, want, go_type) for i, v in enumerate(outs)]
+        except ConversionError as e:
+            raise ExtractionError(f"failed to get fragmented pod specs: {e}", fp, expr) from None
+    count = max((len(v) for v in lists.values()), default=0)
+    if count != len(ids):
+        raise ExtractionError(f"failed to get fragmented pod specs: instance ids count ({len(ids)}) does not match "
+                              f"results count ({count})", path)
+    for n, i in enumerate(ids):
+        # Shorter lists are padded with zero values (absent), so fragments never misalign here.
+        per_id[i].fragmented = {k: v[n] for k, v in lists.items() if n < len(v)}
+
+
+def _scales(c: ComponentDefinition, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup,
+            path: str) -> None:
+    sc = c.scale_definition
+    lists: dict[str, list[int | None]] = {}
+    for attr, key in (("replicas_path", "replicasPath"), ("min_replicas_path", "minReplicasPath"),
+                      ("max_replicas_path", "maxReplicasPath")):
+        expr = getattr(sc, attr)
+        if not expr:
+            continue
+        try:
+            lists[attr] = [to_int32(v, i) for i, v in enumerate(_outputs(results, expr, f"{path}.{key}"))]
+        except ConversionError as e:
+            raise ExtractionError(f"failed to get scales: {e}", f"{path}.{key}", expr) from None
+    count = max((len(v) for v in lists.values()), default=0)
+    if count != len(ids):
+        raise ExtractionError(f"failed to get scales: instance ids count ({len(ids)}) does not match results count "
+                              f"({count})", path)
+
+    def at(attr: str, n: int) -> int | None:
+        v = lists.get(attr)
+        return v[n] if v is not None and n < len(v) else None
+
+    for n, i in enumerate(ids):
+        per_id[i].scale = Scale(at("replicas_path", n), at("min_replicas_path", n), at("max_replicas_path", n))

@@ -1,0 +1,250 @@
+"""One workload object + its definition (+ optional pods) -> the interpretation contract.
+
+Data flow: prepare the input text once -> one batched jq run -> per-component extraction
+(instances.py) and root status (status.py) -> tree with per-pod requests and totals
+(requests.py) -> gang hints (gang.py) -> pod attribution when pods are given (attribution.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..karta.load import Definition
+from .attribution import attribute_pods
+from .compiled import CompiledDefinition, compiled
+from .gang import group_pods, pod_gang, workload_gang
+from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
+from .jqbatch import Result
+from .pods import PodInput
+from .quantity import QuantityError
+from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
+from .status import evaluate_status
+from .values import normalize
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+class InterpretationError(Exception):
+    """The definition could not be applied to this object; `errors` name path and expression."""
+
+    def __init__(self, title: str, errors: list[dict[str, Any]]):
+        super().__init__(title + ": " + "; ".join(e["message"] for e in errors))
+        self.title, self.errors = title, errors
+
+
+def strip_noise(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop what no expression reads but doubles the size jq must parse (shallow copies)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or ("managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})):
+        return obj
+    meta = dict(meta)
+    meta.pop("managedFields", None)
+    ann = meta.get("annotations")
+    if isinstance(ann, dict) and LAST_APPLIED in ann:
+        meta["annotations"] = {k: v for k, v in ann.items() if k != LAST_APPLIED}
+    return dict(obj, metadata=meta)
+
+
+def input_text(obj: Any, strip: bool) -> str:
+    """The JSON text jq parses: gojq-equivalent numbers and sorted keys (gojq iterates sorted)."""
+    if strip and isinstance(obj, dict):
+        obj = strip_noise(obj)
+    return orjson.dumps(normalize(obj), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _results(cd_batch_index: dict[str, int], row: list[Result]) -> dict[str, Result]:
+    return {t: row[i] for t, i in cd_batch_index.items()}
+
+
+@dataclass
+class _Ctx:
+    cd: CompiledDefinition
+    values: dict[str, ComponentValues | ExtractionError]
+    errors: list[dict[str, Any]]
+
+
+def _instance_requests(inst: ExtractedInstance) -> Requests:
+    if inst.pod_template_spec is not None:
+        return pod_requests(inst.pod_template_spec.get("spec") or {})
+    if inst.pod_spec is not None:
+        return pod_requests(inst.pod_spec)
+    if inst.fragmented is not None:
+        f = inst.fragmented
+        return fragmented_requests(f.get("containers") or None, f.get("container") or None, f.get("resources") or None)
+    return {}
+
+
+def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
+    if inst.pod_template_spec is not None:
+        spec, meta = inst.pod_template_spec.get("spec") or {}, inst.pod_template_spec.get("metadata") or {}
+    elif inst.pod_spec is not None:
+        spec, meta = inst.pod_spec, inst.metadata or {}
+    else:
+        f = inst.fragmented or {}
+        containers = list(f.get("containers") or []) + ([f["container"]] if f.get("container") else [])
+        if f.get("image") and containers and not containers[-1].get("image"):
+            containers[-1] = dict(containers[-1], image=f["image"])
+        elif f.get("image") and not containers:
+            containers = [{"image": f["image"]}]
+        spec = {"containers": containers, "schedulerName": f.get("schedulerName") or None,
+                "priorityClassName": f.get("priorityClassName") or None,
+                "resourceClaims": f.get("resourceClaims") or None}
+        meta = {"labels": f.get("labels") or {}, "annotations": f.get("annotations") or {}}
+
+    def brief(cs: Any) -> list[dict[str, Any]]:
+        return [{"name": c.get("name"), "image": c.get("image")} for c in (cs or []) if isinstance(c, dict)]
+
+    view: dict[str, Any] = {
+        "requests": to_strings(req),
+        "gpus": gpu_count(req),
+        "containers": brief(spec.get("containers")),
+        "schedulerName": spec.get("schedulerName"),
+        "priorityClassName": spec.get("priorityClassName"),
+    }
+    if spec.get("initContainers"):
+        view["initContainers"] = brief(spec.get("initContainers"))
+    if spec.get("nodeSelector"):
+        view["nodeSelector"] = spec["nodeSelector"]
+    if spec.get("resourceClaims"):
+        view["resourceClaims"] = spec["resourceClaims"]
+    if meta.get("labels"):
+        view["labels"] = meta["labels"]
+    return view
+
+
+def _totals(pods: int, gpus: int, req: Requests) -> dict[str, Any]:
+    return {"pods": pods, "gpus": gpus, "requests": req}
+
+
+def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Requests]:
+    cd = ctx.cd
+    c = cd.components[name]
+    v = ctx.values[name]
+    assert isinstance(v, ComponentValues)
+    pods = gpus = 0
+    total: Requests = {}
+    instances = []
+    for inst in v.instances:
+        s = inst.scale
+        entry: dict[str, Any] = {"id": inst.id or None, "replicas": s.replicas if s else None,
+                                 "minReplicas": s.min_replicas if s else None,
+                                 "maxReplicas": s.max_replicas if s else None}
+        if c.pod_bearing:
+            try:
+                per_pod = _instance_requests(inst)
+            except QuantityError as e:
+                ctx.errors.append({"path": f"{path}.specDefinition", "message": f"instance {inst.id!r}: {e}"})
+                per_pod = {}
+            n = desired(s)
+            entry["pod"] = _pod_view(inst, per_pod)
+            i_gpus = gpu_count(per_pod) * n
+            i_req = multiply(per_pod, n)
+            entry["totals"] = {"pods": n, "gpus": i_gpus, "requests": to_strings(i_req)}
+            pods, gpus, total = pods + n, gpus + i_gpus, add(total, i_req)
+        else:
+            entry["totals"] = {"pods": 0, "gpus": 0, "requests": {}}
+        instances.append(entry)
+    children = []
+    for i, child in enumerate(cd.children.get(name, [])):
+        idx = cd.order.index(child) - 1
+        node, p, g, r = _node(ctx, child, f"spec.structureDefinition.childComponents[{idx}]")
+        children.append(node)
+        pods, gpus, total = pods + p, gpus + g, add(total, r)
+    kind = c.kind
+    node = {
+        "name": name,
+        "kind": {"group": kind.group or "", "version": kind.version or "", "kind": kind.kind or ""} if kind else None,
+        "podBearing": c.pod_bearing,
+        "instances": instances,
+        "totals": {"pods": pods, "gpus": gpus, "requests": to_strings(total)},
+        "children": children,
+    }
+    return node, pods, gpus, total
+
+
+def _component_path(cd: CompiledDefinition, name: str) -> str:
+    i = cd.order.index(name)
+    return "spec.structureDefinition.rootComponent" if i == 0 else f"spec.structureDefinition.childComponents[{i - 1}]"
+
+
+def _workload_ref(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "namespace": meta.get("namespace"),
+            "name": meta.get("name"), "uid": meta.get("uid")}
+
+
+def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
+    """Facts every workload has regardless of its definition (kstatus-style)."""
+    meta = obj.get("metadata") or {}
+    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    gen, observed = meta.get("generation"), status.get("observedGeneration")
+    stale = isinstance(gen, (int, float)) and isinstance(observed, (int, float)) and observed < gen
+    return {"deleting": bool(meta.get("deletionTimestamp")), "stale": bool(stale)}
+
+
+def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The interpretation of one object (see api-contract.md). Raises InterpretationError."""
+    if not definition.valid:
+        raise InterpretationError(f"definition {definition.name} is invalid",
+                                  [f.as_dict() for f in definition.findings if f.level == "error"])
+    cd = compiled(definition)
+    text = input_text(obj, cd.strip_noise)
+    results = _results(cd.workload_index, cd.workload.run(text))
+
+    ctx = _Ctx(cd, {}, [])
+    for name in cd.order:
+        try:
+            ctx.values[name] = extract_component(cd.components[name], results, _component_path(cd, name))
+        except ExtractionError as e:
+            ctx.values[name] = e
+            ctx.errors.append({"path": e.path, "message": e.message, "expression": e.expression})
+    root = cd.components[cd.order[0]]
+    status = None
+    try:
+        status = evaluate_status(root.status_definition, results, f"{_component_path(cd, cd.order[0])}.statusDefinition")
+    except ExtractionError as e:
+        ctx.errors.append({"path": e.path, "message": e.message, "expression": e.expression})
+    if ctx.errors:
+        raise InterpretationError(f"cannot interpret {obj.get('kind')}/{(obj.get('metadata') or {}).get('name')} "
+                                  f"with definition {definition.name}", ctx.errors)
+
+    tree, pods_total, gpus_total, req_total = _node(ctx, cd.order[0], _component_path(cd, cd.order[0]))
+    if ctx.errors:
+        raise InterpretationError(f"cannot compute requests with definition {definition.name}", ctx.errors)
+    assert status is not None
+    status_out: dict[str, Any] = {"phase": status.phase, "matched": status.matched}
+    if root.status_definition.phase_definition is not None:
+        status_out["rawPhase"] = status.raw_phase
+    status_out["conditions"] = [c.as_dict() for c in status.conditions]
+    status_out.update(generic_flags(obj))
+
+    meta = obj.get("metadata") or {}
+    owner_id = str(meta.get("uid") or meta.get("name") or "")
+    out: dict[str, Any] = {
+        "workload": _workload_ref(obj),
+        "definition": {"name": definition.name, "source": definition.source, "digest": definition.digest},
+        "status": status_out,
+        "tree": tree,
+        "totals": {"pods": pods_total, "gpus": gpus_total, "requests": to_strings(req_total)},
+        "gang": workload_gang(cd, ctx.values, owner_id),
+        "warnings": [],
+    }
+    if pods is not None:
+        _with_pods(out, cd, ctx.values, pods, owner_id)
+    return out
+
+
+def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, Any], pods: list[dict[str, Any]],
+               owner_id: str) -> None:
+    texts = [input_text(p, True) for p in pods]
+    rows = cd.pods.run_many(texts)
+    inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
+    if out["gang"]:
+        per_pod = [pod_gang(cd, values, p, owner_id) for p in inputs]
+        out["gang"]["pods"] = per_pod
+        if out["gang"].get("mode") == "podGroups":
+            out["gang"]["groups"] = group_pods(per_pod)
+    out["live"] = attribute_pods(cd, values, inputs, out["tree"], out["warnings"])

@@ -1,0 +1,152 @@
+"""Many jq expressions, one libjq program, one parse of the input.
+
+The `jq` package re-parses its input text on every run, and parsing dominates the cost, so all
+expressions that read the same input are compiled into ONE program:
+
+    <prelude> (try [limit(1000; (e1))] catch {"__e": .}), (try ...), ...
+
+Each output is an array of one expression's outputs (at most 1000, the reference's cap) or an
+error object, so one failing expression never hides the others - and because results are kept
+per expression, the reference's short-circuit rules are applied afterwards in Python.  The
+outputs are read lazily, one per expression, so a supervisor can tell WHICH expression is
+running when an evaluation overruns its deadline (`progress`); measured to cost the same as
+one array output.
+
+The prelude shadows what must not leak or differ from upstream's gojq library mode:
+`env`/`$ENV` (the process environment!), `input`/`inputs` (would read the NEXT pod of a
+multi-document input), `halt*`, and `debug`/`stderr` (log noise).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any
+
+import jq
+
+MAX_RESULTS = 1000  # the reference runner's default; 1000 outputs is already an error
+
+PRELUDE = (
+    "def env: {}; "
+    'def input: error("input is not allowed"); def inputs: error("inputs is not allowed"); '
+    'def halt: error("halt is not allowed"); def halt_error: error(.); def halt_error($c): error(.); '
+    "def debug: .; def debug(m): .; def stderr: .; def input_filename: null; "
+    "{} as $ENV | "
+)
+
+_NOT_DEFINED = re.compile(r"(\$?[A-Za-z_][A-Za-z0-9_:]*(?:/\d+)?) is not defined")
+
+# Functions that libjq has and gojq (the upstream engine) does not: a compile error upstream.
+GOJQ_UNDEFINED = {"keys_unsorted/0", "input_line_number/0", "get_search_list/0", "$__loc__",
+                  "get_prog_origin/0", "get_jq_origin/0", "have_decnum/0", "have_literal_numbers/0"}
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """All outputs of one expression, or the reference's error text for it."""
+
+    values: list[Any] | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _wrap(expr: str) -> str:
+    return f'(try [limit({MAX_RESULTS}; ({expr}\n))] catch {{"__e": .}})'
+
+
+def compile_error_text(message: str) -> str:
+    """libjq's compile message, worded as gojq's (`function not defined: gpu/0`)."""
+    m = _NOT_DEFINED.search(message)
+    if m:
+        name = m.group(1)
+        return f"variable not defined: {name}" if name.startswith("$") else f"function not defined: {name}"
+    first = message.strip().splitlines()[0] if message.strip() else message
+    return re.sub(r"^jq: error: ", "", first).replace(" at <top-level>, line 1:", "").strip()
+
+
+_ITERATE = re.compile(r"^Cannot iterate over (\w+)(?: \((.*)\))?$", re.S)
+
+
+def _error_text(v: Any) -> str:
+    """libjq's run-time message; the commonest one reworded as gojq says it."""
+    from .values import gojq_tostring
+
+    if not isinstance(v, str):
+        return gojq_tostring(v)
+    m = _ITERATE.match(v)
+    if m:
+        kind, value = m.groups()
+        return "cannot iterate over: null" if kind == "null" else f"cannot iterate over: {kind} ({value})"
+    return v
+
+
+class Batch:
+    """Compiled once; `run(text)` evaluates every expression over one JSON input."""
+
+    def __init__(self, texts: list[str], forced_errors: dict[int, str] | None = None):
+        self.texts = list(texts)
+        # index -> compile error text (reference wording); those elements become constants
+        self.compile_errors: dict[int, str] = dict(forced_errors or {})
+        self._program = self._compile()
+
+    def _source(self) -> str:
+        parts = []
+        for i, t in enumerate(self.texts):
+            parts.append('{"__c": 0}' if i in self.compile_errors else _wrap(t))
+        return PRELUDE + ", ".join(parts)
+
+    def _compile(self) -> Any:
+        if not self.texts:
+            return None
+        try:
+            return jq.compile(self._source())
+        except ValueError:
+            pass
+        # Find the culprits one by one; the rest still share one program.
+        for i, t in enumerate(self.texts):
+            if i in self.compile_errors:
+                continue
+            try:
+                jq.compile(PRELUDE + _wrap(t))
+            except ValueError as e:
+                self.compile_errors[i] = compile_error_text(str(e))
+        return jq.compile(self._source())
+
+    def _decode_one(self, i: int, cell: Any) -> Result:
+        t = self.texts[i]
+        if i in self.compile_errors:
+            return Result(None, f"failed to compile JQ expression '{t}': {self.compile_errors[i]}")
+        if isinstance(cell, list):
+            if len(cell) >= MAX_RESULTS:
+                return Result(None, f"JQ execution error for expression '{t}': "
+                                    f"query results exceed the allowed number {MAX_RESULTS}")
+            return Result(cell)
+        return Result(None, f"JQ execution error for expression '{t}': {_error_text(cell.get('__e'))}")
+
+    def run(self, text: str, progress: Callable[[int], None] | None = None) -> list[Result]:
+        """Evaluate every expression over one JSON text. `progress(i)` is called before
+        expression i starts (i == len(texts) when done)."""
+        return self.run_many([text], progress)[0] if self.texts else []
+
+    def run_many(self, texts: list[str], progress: Callable[[int], None] | None = None) -> list[list[Result]]:
+        """Evaluate every expression over each JSON text, in one libjq call."""
+        n = len(self.texts)
+        if not n or not texts:
+            return [[] for _ in texts]
+        rows: list[list[Result]] = [[] for _ in texts]
+        if progress is not None:
+            progress(0)
+        for k, cell in enumerate(self._program.input_text("\n".join(texts))):
+            doc, i = divmod(k, n)
+            rows[doc].append(self._decode_one(i, cell))
+            if progress is not None:
+                progress((i + 1) % n if doc < len(texts) - 1 or i + 1 < n else n)
+        return rows
+
+    def expression_at(self, index: int) -> str | None:
+        return self.texts[index] if 0 <= index < len(self.texts) else None

@@ -1,0 +1,89 @@
+"""Serving options: every flag also reads an environment variable `WLMAP_<NAME>`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(f"WLMAP_{name.upper().replace('-', '_')}", default)
+
+
+def _bool(v: str | bool | None) -> bool:
+    if isinstance(v, bool):
+        return v
+    if v is None:
+        return False
+    if v.lower() in ("1", "true", "yes", "on"):
+        return True
+    if v.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {v!r}")
+
+
+@dataclass
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = 1
+    definitions: list[str] = field(default_factory=list)
+    kubeconfig: str | None = None
+    namespace: str | None = None
+    configmap_selector: str | None = None
+    auth: str = "none"
+    allow_inline_definitions: bool = True
+    eval_deadline: float = 2.0
+    max_body_bytes: int = 3 * 1024 * 1024
+    eval_workers: int = 2
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Settings from environment variables only (used by worker processes and tests)."""
+        s = cls()
+        s.host = _env("host", s.host) or s.host
+        s.port = int(_env("port", str(s.port)) or s.port)
+        s.workers = int(_env("workers", str(s.workers)) or s.workers)
+        defs = _env("definitions")
+        s.definitions = [p for p in (defs or "").split(os.pathsep) if p]
+        s.kubeconfig = _env("kubeconfig")
+        s.namespace = _env("namespace")
+        s.configmap_selector = _env("configmap_selector")
+        s.auth = _env("auth", s.auth) or s.auth
+        s.allow_inline_definitions = _bool(_env("allow_inline_definitions", "true"))
+        s.eval_deadline = float(_env("eval_deadline", str(s.eval_deadline)) or s.eval_deadline)
+        s.max_body_bytes = int(_env("max_body_bytes", str(s.max_body_bytes)) or s.max_body_bytes)
+        s.eval_workers = int(_env("eval_workers", str(s.eval_workers)) or s.eval_workers)
+        return s
+
+
+def add_serve_arguments(p: argparse.ArgumentParser) -> None:
+    d = Settings.from_env()
+    p.add_argument("--host", default=d.host, help="address to bind (WLMAP_HOST; default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=d.port, help="port (WLMAP_PORT; default 8080)")
+    p.add_argument("--workers", type=int, default=d.workers, help="HTTP worker processes (WLMAP_WORKERS)")
+    p.add_argument("--definitions", action="append", default=list(d.definitions), metavar="DIR",
+                   help="definition folders, watched for changes (WLMAP_DEFINITIONS, path-separated)")
+    p.add_argument("--kubeconfig", default=d.kubeconfig, help="kubeconfig for cluster features (WLMAP_KUBECONFIG)")
+    p.add_argument("--namespace", default=d.namespace, help="namespace of definition ConfigMaps (WLMAP_NAMESPACE)")
+    p.add_argument("--configmap-selector", default=d.configmap_selector,
+                   help="label selector of definition ConfigMaps (WLMAP_CONFIGMAP_SELECTOR)")
+    p.add_argument("--auth", choices=["none", "kubernetes"], default=d.auth, help="request authorization (WLMAP_AUTH)")
+    p.add_argument("--allow-inline-definitions", type=_bool, default=d.allow_inline_definitions,
+                   metavar="true|false", help="accept definitions inside requests (WLMAP_ALLOW_INLINE_DEFINITIONS)")
+    p.add_argument("--eval-deadline", type=float, default=d.eval_deadline, metavar="SECONDS",
+                   help="time limit of one evaluation (WLMAP_EVAL_DEADLINE; default 2)")
+    p.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes,
+                   help="largest request body (WLMAP_MAX_BODY_BYTES; default 3 MiB, like the API server)")
+    p.add_argument("--eval-workers", type=int, default=d.eval_workers,
+                   help="evaluation processes per HTTP worker (WLMAP_EVAL_WORKERS; default 2)")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return Settings(host=args.host, port=args.port, workers=args.workers,
+                    definitions=list(args.definitions) + list(getattr(args, "definition", []) or []),
+                    kubeconfig=args.kubeconfig, namespace=args.namespace, configmap_selector=args.configmap_selector,
+                    auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
+                    eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
+                    eval_workers=args.eval_workers)
