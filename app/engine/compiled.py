@@ -74,9 +74,36 @@ def _forced_compile_errors(texts: list[str]) -> dict[int, str]:
     return forced
 
 
-def _batch(texts: list[str]) -> tuple[Batch, dict[str, int]]:
-    unique = list(dict.fromkeys(texts))
+def _batch(unique: list[str]) -> tuple[Batch, dict[str, int]]:
     return Batch(unique, _forced_compile_errors(unique)), {t: i for i, t in enumerate(unique)}
+
+
+def expression_texts(d: Definition) -> tuple[list[str], list[str]]:
+    """The distinct expressions of the workload batch and of the pod batch, in batch order.
+    Deterministic, so a supervisor can name the expression at a progress index without
+    compiling anything."""
+    k = d.karta
+    root = k.root
+    w_texts: list[str] = []
+    for c in k.components:
+        w_texts += _component_workload_exprs(c, with_status=c is root)
+    p_texts: list[str] = []
+    for c in k.components:
+        ps = c.pod_selector
+        if ps is None:
+            continue
+        ts = ps.component_type_selector
+        if ts is not None and ts.key_path:
+            p_texts.append(type_selector_expression(ts.key_path, ts.value))
+        if ps.component_instance_selector is not None and ps.component_instance_selector.id_path:
+            p_texts.append(ps.component_instance_selector.id_path)
+        if ps.replica_selector is not None and ps.replica_selector.key_path:
+            p_texts.append(ps.replica_selector.key_path)
+    gang = k.gang
+    for pg in (gang.pod_groups or []) if gang else []:
+        for m in pg.members or []:
+            p_texts += [p for p in (m.filters or []) + (m.group_by_key_paths or []) if p]
+    return list(dict.fromkeys(w_texts)), list(dict.fromkeys(p_texts))
 
 
 # Expressions that mention these read what we would otherwise strip from the input.
@@ -104,26 +131,8 @@ class CompiledDefinition:
     def build(cls, d: Definition) -> CompiledDefinition:
         k = d.karta
         comps = k.components
-        root = k.root
-        w_texts: list[str] = []
-        for c in comps:
-            w_texts += _component_workload_exprs(c, with_status=c is root)
-        p_texts: list[str] = []
-        for c in comps:
-            ps = c.pod_selector
-            if ps is None:
-                continue
-            ts = ps.component_type_selector
-            if ts is not None and ts.key_path:
-                p_texts.append(type_selector_expression(ts.key_path, ts.value))
-            if ps.component_instance_selector is not None and ps.component_instance_selector.id_path:
-                p_texts.append(ps.component_instance_selector.id_path)
-            if ps.replica_selector is not None and ps.replica_selector.key_path:
-                p_texts.append(ps.replica_selector.key_path)
         gang = k.gang
-        for pg in (gang.pod_groups or []) if gang else []:
-            for m in pg.members or []:
-                p_texts += [p for p in (m.filters or []) + (m.group_by_key_paths or []) if p]
+        w_texts, p_texts = expression_texts(d)
         workload, w_index = _batch(w_texts)
         pods, p_index = _batch(p_texts)
         strip = not any(s in t for t in w_texts for s in _STRIP_SENSITIVE)

@@ -7,6 +7,7 @@ Data flow: prepare the input text once -> one batched jq run -> per-component ex
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,14 +186,22 @@ def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
     return {"deleting": bool(meta.get("deletionTimestamp")), "stale": bool(stale)}
 
 
-def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The interpretation of one object (see api-contract.md). Raises InterpretationError."""
+Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch, expression index)
+
+
+def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, Any]] | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """The interpretation of one object (see api-contract.md). Raises InterpretationError.
+
+    `progress(stage, index)` is told which expression is about to run, so a supervisor that
+    kills an overrunning evaluation can name the culprit."""
     if not definition.valid:
         raise InterpretationError(f"definition {definition.name} is invalid",
                                   [f.as_dict() for f in definition.findings if f.level == "error"])
     cd = compiled(definition)
     text = input_text(obj, cd.strip_noise)
-    results = _results(cd.workload_index, cd.workload.run(text))
+    results = _results(cd.workload_index,
+                       cd.workload.run(text, (lambda i: progress(0, i)) if progress else None))
 
     ctx = _Ctx(cd, {}, [])
     for name in cd.order:
@@ -233,14 +242,14 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
         "warnings": [],
     }
     if pods is not None:
-        _with_pods(out, cd, ctx.values, pods, owner_id)
+        _with_pods(out, cd, ctx.values, pods, owner_id, progress)
     return out
 
 
 def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, Any], pods: list[dict[str, Any]],
-               owner_id: str) -> None:
+               owner_id: str, progress: Progress | None) -> None:
     texts = [input_text(p, True) for p in pods]
-    rows = cd.pods.run_many(texts)
+    rows = cd.pods.run_many(texts, (lambda i: progress(1, i)) if progress else None)
     inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
     if out["gang"]:
         per_pod = [pod_gang(cd, values, p, owner_id) for p in inputs]

@@ -37,6 +37,8 @@ class Settings:
     eval_deadline: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
     eval_workers: int = 2
+    isolation: str = "untrusted"
+    log_level: str = "info"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -55,7 +57,23 @@ class Settings:
         s.eval_deadline = float(_env("eval_deadline", str(s.eval_deadline)) or s.eval_deadline)
         s.max_body_bytes = int(_env("max_body_bytes", str(s.max_body_bytes)) or s.max_body_bytes)
         s.eval_workers = int(_env("eval_workers", str(s.eval_workers)) or s.eval_workers)
+        s.isolation = _env("isolation", s.isolation) or s.isolation
+        s.log_level = _env("log_level", s.log_level) or s.log_level
         return s
+
+    def to_env(self) -> dict[str, str]:
+        """The same settings as WLMAP_* variables (hand-off to uvicorn worker processes)."""
+        import os as _os
+
+        return {"WLMAP_HOST": self.host, "WLMAP_PORT": str(self.port), "WLMAP_WORKERS": str(self.workers),
+                "WLMAP_DEFINITIONS": _os.pathsep.join(self.definitions),
+                **({"WLMAP_KUBECONFIG": self.kubeconfig} if self.kubeconfig else {}),
+                **({"WLMAP_NAMESPACE": self.namespace} if self.namespace else {}),
+                **({"WLMAP_CONFIGMAP_SELECTOR": self.configmap_selector} if self.configmap_selector else {}),
+                "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
+                "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
+                "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
+                "WLMAP_LOG_LEVEL": self.log_level}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -78,6 +96,11 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest request body (WLMAP_MAX_BODY_BYTES; default 3 MiB, like the API server)")
     p.add_argument("--eval-workers", type=int, default=d.eval_workers,
                    help="evaluation processes per HTTP worker (WLMAP_EVAL_WORKERS; default 2)")
+    p.add_argument("--isolation", choices=["untrusted", "all", "none"], default=d.isolation,
+                   help="which definitions run in supervised worker processes with a deadline: untrusted = all "
+                        "but the built-in catalog (default), all, none (WLMAP_ISOLATION)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level,
+                   help="log level; info logs one JSON line per request (WLMAP_LOG_LEVEL)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -86,4 +109,4 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     kubeconfig=args.kubeconfig, namespace=args.namespace, configmap_selector=args.configmap_selector,
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
-                    eval_workers=args.eval_workers)
+                    eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level)

@@ -1,0 +1,343 @@
+"""The HTTP API (api-contract.md): interpret manifests, list and validate definitions.
+
+Request flow: body (bounded by the middleware) -> parse JSON/YAML -> envelope or raw
+manifest -> definition (inline, or the registry by exact GVK) -> evaluator (in-process for
+the built-in catalog, supervised worker for anything else) -> contract JSON or problem+json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import yaml
+from cachetools import LRUCache
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from .. import __version__
+from ..documents import DocumentError, parse_documents
+from ..engine import compiled as compiled_cache
+from ..engine.interpret import InterpretationError
+from ..karta.expressions import iter_expressions
+from ..karta.load import Definition, NotAKarta, definition_from_document
+from ..karta.registry import AmbiguousDefinition
+from ..karta.validate import reference_text
+from . import metrics
+from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+from .middleware import ServiceMiddleware
+from .models import (
+    BatchRequest,
+    BatchResponse,
+    DefinitionList,
+    DefinitionSummary,
+    Health,
+    Interpretation,
+    InterpretRequest,
+    Problem,
+    ValidationResponse,
+)
+from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation, problem_body
+from .settings import Settings
+from .store import DefinitionStore, summary
+
+JSON = "application/json"
+YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
+PROBLEMS = {code: {"model": Problem, "content": {"application/problem+json": {}}} for code in
+            (400, 404, 409, 413, 415, 422, 500, 501)}
+
+
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", JSON).split(";")[0].strip().lower() or JSON
+
+
+def _decode(body: bytes, media: str, what: str = "body") -> list[Any]:
+    if media in YAML_TYPES:
+        try:
+            return parse_documents(body)
+        except DocumentError as e:
+            raise ProblemError(400, "malformed-body", "Malformed body", f"{what}: {e}") from None
+    # curl's -d default (form-urlencoded) carries JSON in practice: read it as JSON.
+    if media in (JSON, "application/x-www-form-urlencoded") or media.endswith("+json"):
+        try:
+            return [orjson.loads(body)]
+        except orjson.JSONDecodeError as e:
+            raise ProblemError(400, "malformed-body", "Malformed body", f"{what} is not valid JSON: {e}") from None
+    raise ProblemError(415, "unsupported-media-type", "Unsupported media type",
+                       f"send application/json or application/yaml, not {media}")
+
+
+def _is_manifest(doc: Any) -> bool:
+    return isinstance(doc, dict) and "apiVersion" in doc and "kind" in doc and "object" not in doc
+
+
+def _dumps(v: Any) -> Response:
+    return Response(orjson.dumps(v), media_type=JSON)
+
+
+class Service:
+    """State shared by the handlers of one process."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.store = DefinitionStore(settings.definitions)
+        self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline)
+        self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
+        self.ready = False
+        self.stop = asyncio.Event()
+
+    # -- definitions -----------------------------------------------------------------------
+    def inline_definition(self, doc: Any) -> Definition:
+        if not self.settings.allow_inline_definitions:
+            raise ProblemError(403, "inline-definitions-disabled", "Inline definitions are disabled",
+                               "this service does not accept definitions in requests")
+        key = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+        d = self.inline.get(key)
+        if d is None:
+            try:
+                d = definition_from_document(doc, "inline", "inline")
+            except NotAKarta as e:
+                raise ProblemError(422, "invalid-definition", "Invalid definition", str(e)) from None
+            self.inline[key] = d
+        if not d.valid:
+            raise ProblemError(422, "invalid-definition", "Invalid definition",
+                               reference_text(d.findings) or "the definition is invalid",
+                               [f.as_dict() for f in d.findings if f.level == "error"])
+        return d
+
+    def resolve(self, obj: dict[str, Any]) -> Definition:
+        try:
+            d = self.store.registry.resolve_object(obj)
+        except AmbiguousDefinition as e:
+            raise ProblemError(409, "ambiguous-definition", "Ambiguous definition", str(e)) from None
+        if d is None:
+            raise ProblemError(404, "no-definition", "No definition",
+                               f"no Karta definition covers {obj.get('apiVersion')} {obj.get('kind')}")
+        return d
+
+    # -- interpretation --------------------------------------------------------------------
+    async def interpret_doc(self, doc: Any, request_state: dict[str, Any] | None = None) -> dict[str, Any]:
+        if _is_manifest(doc):
+            env = InterpretRequest(object=doc)
+        else:
+            if not isinstance(doc, dict):
+                raise ProblemError(422, "invalid-request", "Invalid request",
+                                   "expected a manifest or an object {\"object\": ..., \"definition\"?, \"pods\"?}")
+            try:
+                env = InterpretRequest.model_validate(doc)
+            except ValidationError as e:
+                raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
+                                   [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
+                                    for err in e.errors()]) from None
+        if env.ref is not None:
+            raise ProblemError(501, "no-cluster", "No cluster configured",
+                               "object references need cluster access; this service runs without a cluster "
+                               "(start it with --kubeconfig, or in a cluster)")
+        obj = env.object
+        if obj is None:
+            raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
+        if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
+            raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
+        d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
+        if request_state is not None:
+            request_state["definition"] = d.name
+        pods = env.pods
+        if pods is not None and not all(isinstance(p, dict) for p in pods):
+            raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
+        try:
+            result = await self.evaluator.interpret(d, obj, pods)
+        except InterpretationError as e:
+            metrics.INTERPRETATION_ERRORS.labels(d.name, "definition").inc()
+            raise ProblemError(422, "interpretation-failed", "Interpretation failed", str(e), e.errors) from None
+        except EvaluationTimeout as e:
+            metrics.DEADLINE_HITS.labels(d.name).inc()
+            metrics.INTERPRETATION_ERRORS.labels(d.name, "deadline").inc()
+            path = next((x.json_path for x in iter_expressions(d.karta) if x.text == e.expression), "")
+            raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
+                               [{"path": path, "message": str(e), "expression": e.expression}]) from None
+        except EvaluationCrashed as e:
+            metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
+            raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
+        phase = result["status"]["phase"]
+        metrics.INTERPRETATIONS.labels(d.name, phase).inc()
+        if request_state is not None:
+            request_state["phase"] = phase
+        return result
+
+
+class _CacheCollector:
+    def collect(self) -> Any:
+        c = CounterMetricFamily("wlmap_compile_cache", "Compiled-definition cache lookups (in-process)",
+                                labels=["result"])
+        c.add_metric(["hit"], compiled_cache.stats["hits"])
+        c.add_metric(["miss"], compiled_cache.stats["misses"])
+        yield c
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    service = Service(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.evaluator.start()
+        watcher = asyncio.create_task(service.store.watch(service.stop)) if service.store.folders else None
+        service.ready = True
+        try:
+            yield
+        finally:
+            service.ready = False
+            service.stop.set()
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watcher
+            await service.evaluator.close()
+
+    app = FastAPI(title="workload-map", version=__version__, lifespan=lifespan,
+                  description="Interpret any Kubernetes AI workload through Karta (NVIDIA Workload Map) definitions: "
+                              "normalized status, component tree, scale and resource totals, gang hints.")
+    app.state.service = service
+    app.add_exception_handler(ProblemError, on_problem)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(Exception, on_unexpected)
+    app.add_middleware(ServiceMiddleware, max_body=settings.max_body_bytes)
+    with contextlib.suppress(ValueError):
+        metrics.REGISTRY.register(_CacheCollector())
+
+    interpret_body = {
+        "required": True,
+        "content": {
+            JSON: {"schema": {"anyOf": [{"$ref": "#/components/schemas/InterpretRequest"},
+                                        {"$ref": "#/components/schemas/KubernetesObject"}]}},
+            "application/yaml": {"schema": {"type": "string", "description": "one manifest, or an envelope, "
+                                                                             "as YAML"}},
+        },
+    }
+
+    @app.post("/interpret", response_model=Interpretation, responses=PROBLEMS, tags=["interpret"],
+              summary="Interpret one workload", openapi_extra={"requestBody": interpret_body})
+    async def interpret_endpoint(request: Request) -> Response:
+        """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
+        docs = _decode(await request.body(), _media_type(request))
+        if len(docs) != 1:
+            raise ProblemError(400, "malformed-body", "Malformed body",
+                               f"expected exactly one document, got {len(docs)}")
+        return _dumps(await service.interpret_doc(docs[0], request.scope["state"]))
+
+    @app.post("/interpret/batch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
+              summary="Interpret many workloads; one bad item never fails the others")
+    async def batch_endpoint(req: BatchRequest, request: Request) -> Response:
+        async def one(item: InterpretRequest) -> dict[str, Any]:
+            try:
+                return await service.interpret_doc(item.model_dump(exclude_none=True))
+            except ProblemError as e:
+                return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
+
+        request.scope["state"]["items"] = len(req.items)
+        results = await asyncio.gather(*(one(i) for i in req.items))
+        return _dumps({"items": results})
+
+    @app.get("/definitions", response_model=DefinitionList, tags=["definitions"],
+             summary="Every definition: source, digest, state and findings")
+    async def list_definitions() -> Response:
+        return _dumps({"items": service.store.summaries()})
+
+    @app.get("/definitions/{name}", tags=["definitions"], responses={
+        200: {"description": "the Karta (JSON, or YAML with Accept: application/yaml)",
+              "content": {JSON: {"schema": {"type": "object", "additionalProperties": True}},
+                          "application/yaml": {"schema": {"type": "string"}}}}, **PROBLEMS},
+        summary="One definition as served (the active one of that name)")
+    async def get_definition(name: str, request: Request) -> Response:
+        d = service.store.registry.by_name(name)
+        if d is None:
+            raise ProblemError(404, "no-definition", "No definition", f"no Karta definition named \"{name}\"")
+        accept = request.headers.get("accept", "")
+        if any(t in accept for t in YAML_TYPES):
+            return Response(yaml.safe_dump(d.raw, sort_keys=False, allow_unicode=True),
+                            media_type="application/yaml")
+        return _dumps(d.raw)
+
+    validate_body = {"required": True, "content": {
+        JSON: {"schema": {"anyOf": [{"type": "object", "additionalProperties": True},
+                                    {"type": "array", "items": {"type": "object", "additionalProperties": True}}]}},
+        "application/yaml": {"schema": {"type": "string"}}}}
+
+    @app.post("/definitions/validate", response_model=ValidationResponse, responses=PROBLEMS, tags=["definitions"],
+              summary="Validate definitions: every finding, in the reference wording",
+              openapi_extra={"requestBody": validate_body})
+    async def validate_endpoint(request: Request) -> Response:
+        docs = _decode(await request.body(), _media_type(request))
+        if len(docs) == 1 and isinstance(docs[0], list):
+            docs = docs[0]
+        items = []
+        for i, doc in enumerate(docs):
+            try:
+                d = definition_from_document(doc, "inline", f"document {i}")
+            except NotAKarta as e:
+                raise ProblemError(422, "not-a-definition", "Not a Karta definition", str(e)) from None
+            s = summary(d, "invalid" if not d.valid else "active")
+            items.append({"valid": d.valid, "name": d.name or None,
+                          "gvk": str(d.karta.root_gvk) if d.karta.root_gvk else None,
+                          "errors": s["errors"], "warnings": s["warnings"],
+                          "referenceText": reference_text(d.findings)})
+        return _dumps({"items": items})
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    async def healthz() -> Response:
+        return _dumps({"status": "ok"})
+
+    @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
+    async def readyz() -> Response:
+        served, _ = service.store.counts()
+        if not service.ready:
+            return Response(orjson.dumps({"status": "not ready", "detail": "starting"}), status_code=503,
+                            media_type=JSON)
+        return _dumps({"status": "ok", "definitions": served})
+
+    @app.get("/metrics", tags=["health"], response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+                              "description": "Prometheus text format"}})
+    async def metrics_endpoint() -> Response:
+        served, invalid = service.store.counts()
+        metrics.DEFINITIONS.labels("served").set(served)
+        metrics.DEFINITIONS.labels("invalid").set(invalid)
+        return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    _patch_openapi(app)
+    return app
+
+
+def _patch_openapi(app: FastAPI) -> None:
+    """Add the schemas that hand-parsed bodies refer to."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = original()
+        comps = schema.setdefault("components", {}).setdefault("schemas", {})
+        for model in (InterpretRequest, DefinitionSummary):
+            model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            for name, sub in model_schema.pop("$defs", {}).items():
+                comps.setdefault(name, sub)
+            comps.setdefault(model.__name__, model_schema)
+        comps["KubernetesObject"] = {
+            "type": "object", "title": "KubernetesObject", "additionalProperties": True,
+            "required": ["apiVersion", "kind"],
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                           "metadata": {"type": "object", "additionalProperties": True}},
+        }
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

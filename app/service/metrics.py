@@ -1,0 +1,23 @@
+"""Prometheus metrics of one service process (scale out with replicas, one worker each)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+REQUESTS = Histogram("wlmap_http_request_duration_seconds", "HTTP request latency", ["route", "method", "status"],
+                     registry=REGISTRY,
+                     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+INTERPRETATIONS = Counter("wlmap_interpretations_total", "Interpretations by definition and primary phase",
+                          ["definition", "phase"], registry=REGISTRY)
+INTERPRETATION_ERRORS = Counter("wlmap_interpretation_errors_total", "Interpretations that failed, by reason",
+                                ["definition", "reason"], registry=REGISTRY)
+DEADLINE_HITS = Counter("wlmap_evaluation_deadline_exceeded_total", "Evaluations cut at the deadline",
+                        ["definition"], registry=REGISTRY)
+WORKER_RESTARTS = Counter("wlmap_evaluation_worker_restarts_total", "Evaluation workers replaced",
+                          registry=REGISTRY)
+CACHE = Counter("wlmap_compile_cache_total", "Compiled-definition cache lookups (in-process)", ["result"],
+                registry=REGISTRY)
+DEFINITIONS = Gauge("wlmap_definitions", "Definitions known, by state", ["state"], registry=REGISTRY)
+RELOADS = Counter("wlmap_definition_reloads_total", "Definition source reloads", ["result"], registry=REGISTRY)

@@ -1,0 +1,301 @@
+"""The HTTP contract as pydantic models (api-contract.md), for OpenAPI and generated clients.
+
+Responses are produced by the engine as plain dicts and sent as they are (validation of every
+response would double the cost); `tests/service/test_openapi.py` checks real responses against
+these models, so the schema and the engine cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Phase = Literal["Initializing", "Running", "Completed", "Failed", "Degraded", "Suspended", "Suspending", "Resuming",
+                "Undefined"]
+Source = Literal["builtin", "directory", "configmap", "inline", "cluster"]
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# -- interpretation ----------------------------------------------------------------------
+
+class WorkloadRef(_M):
+    apiVersion: str | None
+    kind: str | None
+    namespace: str | None
+    name: str | None
+    uid: str | None
+
+
+class DefinitionRef(_M):
+    name: str = Field(description="metadata.name of the Karta")
+    source: Source
+    digest: str = Field(description="sha256 of the canonical definition", examples=["sha256:…"])
+
+
+class Condition(_M):
+    type: str
+    status: str | None
+    reason: str | None
+    message: str
+
+
+class Status(_M):
+    phase: Phase = Field(description="one primary phase: Resuming > Suspending > Suspended > Failed > Completed > "
+                                     "Degraded > Running > Initializing > Undefined")
+    matched: list[Phase] = Field(description="every matched status, in the format's evaluation order")
+    rawPhase: str | None = Field(None, description="phaseDefinition result, when the definition has one")
+    conditions: list[Condition]
+    deleting: bool = Field(description="metadata.deletionTimestamp is set")
+    stale: bool = Field(description="status.observedGeneration is behind metadata.generation")
+
+
+class GVK(_M):
+    group: str
+    version: str
+    kind: str
+
+
+class ContainerBrief(_M):
+    name: str | None
+    image: str | None
+
+
+class PodView(_M):
+    requests: dict[str, str] = Field(description="effective per-pod requests (Kubernetes quantities), every "
+                                                 "resource name")
+    gpus: int = Field(description="nvidia.com/gpu per pod")
+    containers: list[ContainerBrief]
+    schedulerName: str | None
+    priorityClassName: str | None
+    initContainers: list[ContainerBrief] | None = None
+    nodeSelector: dict[str, str] | None = None
+    resourceClaims: list[dict[str, Any]] | None = None
+    labels: dict[str, str] | None = None
+
+
+class Totals(_M):
+    pods: int
+    gpus: int
+    requests: dict[str, str]
+
+
+class InstanceLive(_M):
+    current: int
+    ready: int
+    desired: int
+    nodes: list[str]
+
+
+class Instance(_M):
+    id: str | None = Field(description="null for the implicit single instance")
+    replicas: int | None
+    minReplicas: int | None
+    maxReplicas: int | None
+    pod: PodView | None = Field(None, description="only on pod-bearing components")
+    totals: Totals
+    live: InstanceLive | None = None
+
+
+class ComponentNode(_M):
+    name: str
+    kind: GVK | None
+    podBearing: bool
+    instances: list[Instance]
+    totals: Totals
+    children: list[ComponentNode]
+
+
+class Topology(_M):
+    topologyName: str | None
+    preferredTopologyLevel: str | None
+    requiredTopologyLevel: str | None
+
+
+class SubGroup(_M):
+    name: str | None
+    minAvailable: int | None
+    topology: Topology | None = None
+    error: str | None = None
+
+
+class PodGroupV2(_M):
+    name: str = Field(description="KAI PodGroup name: pg-<uid>-<podGroup.name>")
+    definitionName: str | None
+    minAvailable: int | None
+    minSubGroup: int
+    subGroups: list[SubGroup]
+    topology: Topology | None = None
+    error: str | None = None
+
+
+class GroupMember(_M):
+    component: str | None
+    minAvailable: int | None
+    groupByKeyPaths: list[str]
+    filters: list[str]
+    error: str | None = None
+
+
+class PodGroupAlpha(_M):
+    name: str | None
+    members: list[GroupMember]
+
+
+class PodGang(_M):
+    pod: str
+    component: str | None = None
+    instance: str | None = None
+    effectiveComponent: str | None = None
+    podGroupDefinition: str | None = None
+    groupKeys: list[str] | None = None
+    podGroup: str | None = None
+    subGroups: list[str | None] | None = None
+    minAvailable: int | None = None
+    error: str | None = None
+
+
+class PodGroupInstance(_M):
+    name: str
+    minAvailable: int | None
+    pods: list[str]
+
+
+class Gang(_M):
+    mode: Literal["podGroup", "podGroups"] | None = None
+    podGroup: PodGroupV2 | None = None
+    podGroups: list[PodGroupAlpha] | None = None
+    pods: list[PodGang] | None = Field(None, description="per supplied pod: what KAI's Karta grouper decides")
+    groups: list[PodGroupInstance] | None = None
+
+
+class LivePod(_M):
+    name: str
+    component: str
+    instance: str | None
+    phase: str | None
+    ready: bool
+    node: str | None
+    reason: str | None
+
+
+class Live(_M):
+    current: int
+    ready: int
+    desired: int
+    pods: list[LivePod]
+    unplaced: list[str] | None = None
+    deleting: bool | None = None
+    stale: bool | None = None
+
+
+class Interpretation(_M):
+    workload: WorkloadRef
+    definition: DefinitionRef
+    status: Status
+    tree: ComponentNode
+    totals: Totals
+    gang: Gang = Field(description="{} when the definition has no gang instructions")
+    warnings: list[str]
+    live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
+
+
+# -- errors ------------------------------------------------------------------------------
+
+class ProblemError(_M):
+    path: str | None = None
+    message: str
+    expression: str | None = None
+    level: str | None = None
+
+
+class Problem(_M):
+    """RFC 9457 problem details (application/problem+json)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[ProblemError] | None = None
+
+
+# -- requests ----------------------------------------------------------------------------
+
+class ObjectRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    apiVersion: str
+    kind: str
+    namespace: str | None = None
+    name: str
+
+
+class InterpretRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    object: dict[str, Any] | None = Field(None, description="the workload manifest")
+    ref: ObjectRef | None = Field(None, description="a live object to fetch (needs a cluster)")
+    definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
+    pods: list[dict[str, Any]] | None = Field(None, description="pods of the workload, for placement and gang groups")
+
+
+class BatchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: list[InterpretRequest] = Field(max_length=1000)
+
+
+class BatchError(BaseModel):
+    error: Problem
+
+
+class BatchResponse(BaseModel):
+    items: list[Interpretation | BatchError]
+
+
+# -- definitions -------------------------------------------------------------------------
+
+class Finding(BaseModel):
+    path: str
+    message: str
+    level: Literal["error", "warning"]
+
+
+class DefinitionSummary(BaseModel):
+    name: str
+    group: str | None
+    version: str | None
+    kind: str | None
+    source: Source
+    origin: str
+    digest: str
+    state: Literal["active", "shadowed", "ambiguous", "invalid", "last-good"] = Field(
+        description="active: serves its GVK; shadowed: a higher source serves it; ambiguous: another definition of "
+                    "the same source claims the GVK; invalid: refused; last-good: this version is served because "
+                    "a newer edit is invalid")
+    errors: list[Finding]
+    warnings: list[Finding]
+
+
+class DefinitionList(BaseModel):
+    items: list[DefinitionSummary]
+
+
+class ValidationResult(BaseModel):
+    valid: bool
+    name: str | None
+    gvk: str | None
+    errors: list[Finding]
+    warnings: list[Finding]
+    referenceText: str = Field(description="the reference validator's joined error text (empty when valid)")
+
+
+class ValidationResponse(BaseModel):
+    items: list[ValidationResult]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "not ready"]
+    definitions: int | None = None
+    detail: str | None = None

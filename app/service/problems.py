@@ -1,0 +1,74 @@
+"""RFC 9457 problem details: every error the service returns, never a stack trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class ProblemError(Exception):
+    """Raise anywhere in a handler to answer with a problem document."""
+
+    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None):
+        super().__init__(detail)
+        self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
+
+
+def problem_body(status: int, slug: str, title: str, detail: str, instance: str | None = None,
+                 errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    p: dict[str, Any] = {"type": f"urn:wlmap:problem:{slug}", "title": title, "status": status, "detail": detail}
+    if instance is not None:
+        p["instance"] = instance
+    if errors:
+        p["errors"] = errors
+    return p
+
+
+def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None = None,
+                     errors: list[dict[str, Any]] | None = None) -> Response:
+    return Response(orjson.dumps(problem_body(status, slug, title, detail, instance, errors)), status_code=status,
+                    media_type=PROBLEM_JSON)
+
+
+_TITLES = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
+           406: "Not acceptable", 409: "Conflict", 413: "Request body too large", 415: "Unsupported media type",
+           422: "Unprocessable content", 500: "Internal error", 501: "Not implemented", 503: "Service unavailable"}
+
+
+async def on_problem(request: Request, exc: ProblemError) -> Response:
+    return problem_response(exc.status, exc.slug, exc.title, exc.detail, request.url.path, exc.errors)
+
+
+async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+    title = _TITLES.get(exc.status_code, "Error")
+    detail = exc.detail if isinstance(exc.detail, str) else title
+    resp = problem_response(exc.status_code, title.lower().replace(" ", "-"), title, detail, request.url.path)
+    for k, v in (exc.headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
+async def on_validation(request: Request, exc: RequestValidationError) -> Response:
+    errors = []
+    for e in exc.errors():
+        loc = [str(x) for x in e.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path", "header"):
+            loc = loc[1:]
+        errors.append({"path": ".".join(loc), "message": str(e.get("msg"))})
+    return problem_response(422, "invalid-request", "Invalid request", "the request does not match its schema",
+                            request.url.path, errors)
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    import logging
+
+    logging.getLogger("wlmap.http").error("unhandled error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
+    return problem_response(500, "internal-error", "Internal error", "the server failed to process the request",
+                            request.url.path)

@@ -1,0 +1,194 @@
+"""The service's definitions: sources in precedence order, hot reload, last-good versions.
+
+Sources, lowest first: the built-in catalog, then each `--definitions` folder (watched), then
+cluster sources (ConfigMaps, Karta CRs) when configured.  A reload never loses a good
+definition: a new version that is invalid (or a file that no longer parses) keeps the last
+good version of that definition in service, and the problem is reported on GET /definitions,
+in a metric and in the log.  Readers always see one consistent `Registry` snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..documents import DocumentError
+from ..karta.findings import Finding
+from ..karta.load import Definition, NotAKarta, definitions_from_text, iter_definition_files, load_builtin
+from ..karta.registry import AmbiguousDefinition, Registry
+
+log = logging.getLogger("wlmap.definitions")
+
+
+@dataclass
+class SourceState:
+    """One source's definitions: those in service, and the problems of its latest load."""
+
+    name: str
+    served: list[Definition] = field(default_factory=list)
+    rejected: list[Definition] = field(default_factory=list)  # invalid, not in service
+    last_good: set[str] = field(default_factory=set)  # digests served although a newer edit is invalid
+    problems: list[str] = field(default_factory=list)  # files that could not be read
+
+
+def reconcile(old: SourceState, loaded: list[Definition], unreadable: dict[str, str], name: str) -> SourceState:
+    """New state of a source after a reload, keeping last-good versions.
+
+    A definition is identified by its name.  Invalid new versions and definitions of files
+    that failed to parse keep the previous valid version."""
+    new = SourceState(name)
+    previous = {d.name: d for d in old.served}
+    seen: set[str] = set()
+    for d in loaded:
+        if d.valid:
+            new.served.append(d)
+            seen.add(d.name)
+        else:
+            new.rejected.append(d)
+            prev = previous.get(d.name)
+            if prev is not None and d.name not in seen:
+                new.served.append(prev)
+                new.last_good.add(prev.digest)
+                seen.add(d.name)
+    for origin, err in unreadable.items():
+        new.problems.append(f"{origin}: {err}")
+        for prev in old.served:  # keep what this file served before
+            if prev.origin.split("#")[0] == origin and prev.name not in seen:
+                new.served.append(prev)
+                new.last_good.add(prev.digest)
+                seen.add(prev.name)
+    return new
+
+
+def load_folder(path: Path) -> tuple[list[Definition], dict[str, str]]:
+    loaded: list[Definition] = []
+    unreadable: dict[str, str] = {}
+    if not path.exists():
+        return loaded, {str(path): "no such file or directory"}
+    for f in iter_definition_files(path):
+        try:
+            loaded += definitions_from_text(f.read_bytes(), "directory", str(f), skip_other_kinds=path.is_dir())
+        except (OSError, DocumentError, NotAKarta) as e:
+            unreadable[str(f)] = str(e)
+    return loaded, unreadable
+
+
+class DefinitionStore:
+    def __init__(self, folders: list[str] | None = None):
+        builtin = load_builtin()
+        self.builtin = SourceState("builtin", served=[d for d in builtin if d.valid],
+                                   rejected=[d for d in builtin if not d.valid])
+        self.folders = [Path(p) for p in folders or []]
+        self.sources: dict[str, SourceState] = {str(p): SourceState(str(p)) for p in self.folders}
+        self.extra: dict[str, SourceState] = {}  # cluster sources, by name
+        self.reloads = {"ok": 0, "failed": 0}
+        self.listeners: list[Callable[[], None]] = []
+        self.registry = Registry.of(self.builtin.served)
+        for p in self.folders:
+            self.reload_folder(p)
+
+    # -- sources -------------------------------------------------------------------------
+    def reload_folder(self, path: Path) -> SourceState:
+        loaded, unreadable = load_folder(path)
+        key = str(path)
+        state = reconcile(self.sources.get(key, SourceState(key)), loaded, unreadable, key)
+        self.sources[key] = state
+        self._publish(state)
+        return state
+
+    def set_source(self, name: str, loaded: list[Definition], unreadable: dict[str, str] | None = None) -> SourceState:
+        """Replace a cluster source's definitions (ConfigMaps, Karta CRs), keeping last-good."""
+        state = reconcile(self.extra.get(name, SourceState(name)), loaded, unreadable or {}, name)
+        self.extra[name] = state
+        self._publish(state)
+        return state
+
+    def _publish(self, changed: SourceState) -> None:
+        layers = [self.builtin.served] + [self.sources[str(p)].served for p in self.folders]
+        layers += [s.served for s in self.extra.values()]
+        self.registry = Registry.of(*layers)
+        bad = changed.rejected or changed.problems
+        self.reloads["failed" if bad else "ok"] += 1
+        for d in changed.rejected:
+            first = next((f.message for f in d.findings if f.level == "error"), "")
+            kept = " (last good version kept)" if any(s.name == d.name for s in changed.served) else ""
+            log.warning("definition %s from %s is invalid%s: %s", d.name or "?", d.origin, kept, first)
+        for p in changed.problems:
+            log.warning("definition file unreadable (last good version kept): %s", p)
+        for fn in self.listeners:
+            fn()
+
+    # -- views ---------------------------------------------------------------------------
+    def all_states(self) -> list[SourceState]:
+        return [self.builtin] + [self.sources[str(p)] for p in self.folders] + list(self.extra.values())
+
+    def summaries(self) -> list[dict[str, Any]]:
+        reg = self.registry
+        out = []
+        for state in reversed(self.all_states()):
+            for d in state.served:
+                try:
+                    winner = reg.resolve(d.gvk) if d.gvk else None
+                    st = "active" if winner is d else "shadowed"
+                except AmbiguousDefinition:
+                    st = "ambiguous"
+                if st == "active" and d.digest in state.last_good:
+                    st = "last-good"
+                out.append(summary(d, st))
+            for d in state.rejected:
+                out.append(summary(d, "invalid"))
+        return out
+
+    def counts(self) -> tuple[int, int]:
+        served = sum(len(s.served) for s in self.all_states())
+        invalid = sum(len(s.rejected) for s in self.all_states())
+        return served, invalid
+
+    # -- watching ------------------------------------------------------------------------
+    async def watch(self, stop: asyncio.Event, interval: float = 0.5) -> None:
+        """Reload a folder when a file in it changes (mtime/size poll: works on every
+        filesystem, including ConfigMap volume symlink swaps)."""
+        snapshots = {str(p): _snapshot(p) for p in self.folders}
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=interval)
+            except asyncio.TimeoutError:
+                pass
+            for p in self.folders:
+                snap = await asyncio.get_running_loop().run_in_executor(None, _snapshot, p)
+                if snap != snapshots[str(p)]:
+                    snapshots[str(p)] = snap
+                    self.reload_folder(p)
+
+
+def _snapshot(path: Path) -> tuple[tuple[str, float, int], ...]:
+    out = []
+    try:
+        files = iter_definition_files(path) if path.exists() else []
+    except OSError:
+        return ()
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        out.append((str(f), st.st_mtime, st.st_size))
+    return tuple(out)
+
+
+def summary(d: Definition, state: str) -> dict[str, Any]:
+    g = d.karta.root_gvk
+    return {
+        "name": d.name, "group": g.group if g else None, "version": g.version if g else None,
+        "kind": g.kind if g else None, "source": d.source, "origin": d.origin, "digest": d.digest, "state": state,
+        "errors": [f.as_dict() for f in d.findings if f.level == "error"],
+        "warnings": [f.as_dict() for f in d.findings if f.level == "warning"],
+    }
+
+
+def finding_dicts(findings: list[Finding]) -> list[dict[str, str]]:
+    return [f.as_dict() for f in findings]

@@ -1,0 +1,73 @@
+"""The evaluation worker process: interprets objects with definitions it is handed.
+
+libjq holds the GIL and cannot be interrupted, so an untrusted definition (`def f: f; f`, a
+catastrophic regex) is evaluated here, in a child process the supervisor can kill.  The worker
+keeps definitions and their compiled programs by digest, so a definition is sent and compiled
+once per worker, not per request.  Before each expression it writes (stage, index) into a shared
+array, which tells the supervisor which expression overran.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from multiprocessing.connection import Connection
+from typing import Any
+
+import orjson
+
+from ..engine.interpret import InterpretationError, interpret
+from ..karta.load import Definition, NotAKarta, definition_from_document
+
+
+def worker_main(conn: Connection, progress: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    os.environ.clear()  # nothing secret to leak even if a shadowed builtin slipped through
+    definitions: dict[str, Definition] = {}
+
+    def report(stage: int, index: int) -> None:
+        progress[0], progress[1] = stage, index
+
+    while True:
+        try:
+            msg = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        req = orjson.loads(msg)
+        if req.get("op") == "ping":
+            conn.send_bytes(b'{"ok":"pong"}')
+            continue
+        try:
+            d = _definition(definitions, req["def"])
+            result = interpret(req["obj"], d, req.get("pods"), report)
+            reply = {"ok": result}
+        except InterpretationError as e:
+            reply = {"error": {"title": e.title, "errors": e.errors}}
+        except _NeedDefinition:
+            reply = {"need": "definition"}
+        except Exception as e:  # noqa: BLE001 - a bad input must never kill the worker loop
+            reply = {"error": {"title": "evaluation failed", "errors": [{"path": "", "message": str(e)}]}}
+        progress[0], progress[1] = -1, -1
+        conn.send_bytes(orjson.dumps(reply))
+
+
+class _NeedDefinition(Exception):
+    pass
+
+
+def _definition(cache: dict[str, Definition], spec: dict[str, Any]) -> Definition:
+    digest = spec["digest"]
+    d = cache.get(digest)
+    if d is not None:
+        return d
+    raw = spec.get("raw")
+    if raw is None:
+        raise _NeedDefinition
+    try:
+        d = definition_from_document(raw, spec.get("source", "inline"), spec.get("origin", "inline"))
+    except NotAKarta as e:
+        raise InterpretationError("invalid definition", [{"path": "", "message": str(e)}]) from None
+    if len(cache) > 2048:
+        cache.clear()
+    cache[digest] = d
+    return d
