@@ -224,7 +224,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         },
     }
 
-    @app.post("/interpret", response_model=Interpretation, responses=PROBLEMS, tags=["interpret"],
+    @app.post("/interpret", response_model=Interpretation, operation_id="interpret", responses=PROBLEMS, tags=["interpret"],
               summary="Interpret one workload", openapi_extra={"requestBody": interpret_body})
     async def interpret_endpoint(request: Request) -> Response:
         """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
@@ -234,7 +234,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                f"expected exactly one document, got {len(docs)}")
         return _dumps(await service.interpret_doc(docs[0], request.scope["state"]))
 
-    @app.post("/interpret/batch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
+    @app.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
               summary="Interpret many workloads; one bad item never fails the others")
     async def batch_endpoint(req: BatchRequest, request: Request) -> Response:
         async def one(item: InterpretRequest) -> dict[str, Any]:
@@ -247,12 +247,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         results = await asyncio.gather(*(one(i) for i in req.items))
         return _dumps({"items": results})
 
-    @app.get("/definitions", response_model=DefinitionList, tags=["definitions"],
+    @app.get("/definitions", response_model=DefinitionList, operation_id="listDefinitions", tags=["definitions"],
              summary="Every definition: source, digest, state and findings")
     async def list_definitions() -> Response:
         return _dumps({"items": service.store.summaries()})
 
-    @app.get("/definitions/{name}", tags=["definitions"], responses={
+    @app.get("/definitions/{name}", operation_id="getDefinition", tags=["definitions"], responses={
         200: {"description": "the Karta (JSON, or YAML with Accept: application/yaml)",
               "content": {JSON: {"schema": {"type": "object", "additionalProperties": True}},
                           "application/yaml": {"schema": {"type": "string"}}}}, **PROBLEMS},
@@ -272,7 +272,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                     {"type": "array", "items": {"type": "object", "additionalProperties": True}}]}},
         "application/yaml": {"schema": {"type": "string"}}}}
 
-    @app.post("/definitions/validate", response_model=ValidationResponse, responses=PROBLEMS, tags=["definitions"],
+    @app.post("/definitions/validate", operation_id="validateDefinitions", response_model=ValidationResponse, responses=PROBLEMS, tags=["definitions"],
               summary="Validate definitions: every finding, in the reference wording",
               openapi_extra={"requestBody": validate_body})
     async def validate_endpoint(request: Request) -> Response:
@@ -292,11 +292,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           "referenceText": reference_text(d.findings)})
         return _dumps({"items": items})
 
-    @app.get("/healthz", response_model=Health, tags=["health"])
+    @app.get("/healthz", operation_id="healthz", response_model=Health, tags=["health"])
     async def healthz() -> Response:
         return _dumps({"status": "ok"})
 
-    @app.get("/readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
+    @app.get("/readyz", operation_id="readyz", response_model=Health, tags=["health"], responses={503: {"model": Health}})
     async def readyz() -> Response:
         served, _ = service.store.counts()
         if not service.ready:
@@ -304,7 +304,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                             media_type=JSON)
         return _dumps({"status": "ok", "definitions": served})
 
-    @app.get("/metrics", tags=["health"], response_class=Response,
+    @app.get("/metrics", operation_id="metrics", tags=["health"], response_class=Response,
              responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
                               "description": "Prometheus text format"}})
     async def metrics_endpoint() -> Response:
@@ -337,6 +337,14 @@ def _patch_openapi(app: FastAPI) -> None:
             "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
                            "metadata": {"type": "object", "additionalProperties": True}},
         }
+        # Errors are problem+json: move the Problem schema FastAPI filed under application/json.
+        for ops in schema.get("paths", {}).values():
+            for op in ops.values():
+                for code, resp in (op.get("responses") or {}).items():
+                    content = resp.get("content") or {}
+                    if code.startswith(("4", "5")) and "application/problem+json" in content:
+                        sch = content.pop(JSON, {}).get("schema") or {"$ref": "#/components/schemas/Problem"}
+                        content["application/problem+json"] = {"schema": sch}
         app.openapi_schema = schema
         return schema
 

@@ -1,0 +1,98 @@
+"""A definition cannot hang or crash the service: runaway jq is cut at the deadline with a
+problem naming the expression, while other requests keep being served."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+
+import httpx
+import pytest
+import yaml
+
+from .conftest import EXAMPLES, Server
+from .test_api import TASK, problem
+
+BASE = yaml.safe_load((EXAMPLES / "batchtask.karta.yaml").read_text())
+
+
+def hostile(replicas_path: str) -> dict:
+    d = copy.deepcopy(BASE)
+    d["metadata"]["name"] = "hostile"
+    d["spec"]["structureDefinition"]["rootComponent"]["scaleDefinition"]["replicasPath"] = replicas_path
+    return d
+
+
+RUNAWAYS = [
+    "def f: f; f",
+    "until(false; .)",
+    "[limit(100000000000; def r: ., r; r)] | length",
+]
+
+
+@pytest.mark.parametrize("expr", RUNAWAYS)
+def test_runaway_expression_is_cut_and_named(client: httpx.Client, expr: str):
+    started = time.monotonic()
+    r = client.post("/interpret", json={"object": TASK, "definition": hostile(expr)})
+    elapsed = time.monotonic() - started
+    body = problem(r, 422)
+    assert body["type"].endswith("evaluation-deadline-exceeded")
+    assert body["errors"][0]["expression"] == expr
+    assert body["errors"][0]["path"] == "spec.structureDefinition.rootComponent.scaleDefinition.replicasPath"
+    assert elapsed < 5, elapsed  # deadline 1 s in this server + replacement
+
+
+def test_catastrophic_regex_fails_cleanly_within_the_deadline(client: httpx.Client):
+    # Oniguruma (libjq's regex engine) has a retry limit: the backtracking blow-up ends in an
+    # error rather than a hang; either way the caller gets a 422 naming the expression, fast.
+    expr = '("a" * 40) + "b" | test("^(a|aa)+$") | if . then 1 else 0 end'
+    started = time.monotonic()
+    body = problem(client.post("/interpret", json={"object": TASK, "definition": hostile(expr)}), 422)
+    assert time.monotonic() - started < 5
+    assert body["errors"][0]["expression"] == expr
+    assert body["type"].endswith(("evaluation-deadline-exceeded", "interpretation-failed"))
+
+
+def test_other_requests_keep_flowing_during_a_hang(server: Server):
+    hang_done = threading.Event()
+    result: dict = {}
+
+    def hang() -> None:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            result["hang"] = c.post("/interpret", json={"object": TASK, "definition": hostile("def f: f; f")})
+        hang_done.set()
+
+    t = threading.Thread(target=hang)
+    t.start()
+    time.sleep(0.1)
+    latencies = []
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        while not hang_done.is_set():
+            s = time.monotonic()
+            assert c.post("/interpret", json=TASK).status_code == 200  # built-in-free path: directory definition
+            latencies.append(time.monotonic() - s)
+    t.join()
+    assert result["hang"].status_code == 422
+    assert len(latencies) >= 5
+    assert sorted(latencies)[len(latencies) // 2] < 0.2, latencies
+
+
+def test_environment_never_leaks(client: httpx.Client):
+    d = copy.deepcopy(BASE)
+    d["metadata"]["name"] = "leaky"
+    d["spec"]["structureDefinition"]["rootComponent"]["statusDefinition"]["statusMappings"]["running"] = [
+        {"byExpression": {"expression": "[env, $ENV] | tostring", "expectedResult": "[{},{}]"}}]
+    r = client.post("/interpret", json={"object": TASK, "definition": d})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"]["matched"] == ["Running"]  # env and $ENV are empty objects
+    assert "PATH" not in r.text and "HOME" not in r.text
+
+
+def test_worker_survives_many_bad_and_good_requests(client: httpx.Client):
+    for i in range(5):
+        problem(client.post("/interpret", json={"object": TASK, "definition": hostile("error(\"boom\")")}), 422)
+        assert client.post("/interpret", json=TASK).status_code == 200
+    text = client.get("/metrics").text
+    assert "wlmap_evaluation_deadline_exceeded_total" in text
