@@ -77,22 +77,22 @@ def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[Po
             claimed = claims(name, offered)
             instances = node["instances"]
             multi = not is_root and any(i["id"] is not None for i in instances)
+            ids: dict[str, str | None] = {}  # pod -> instance id it declares, read once
+            if multi and c.pod_selector is not None:
+                sel = c.pod_selector.component_instance_selector
+                for p in claimed:
+                    if sel is None or not sel.id_path:
+                        ids[p.name] = None  # no instance selector: the pod cannot be placed
+                        continue
+                    try:
+                        ids[p.name] = p.single(sel.id_path)
+                    except PodError as e:
+                        ids[p.name] = None
+                        warnings.append(f"pod {p.name}: component {name}: cannot read its instance: {e}")
             for inst in instances:
                 mine: list[PodInput] = claimed
-                if multi:
-                    mine = []
-                    sel = c.pod_selector.component_instance_selector if c.pod_selector else None
-                    for p in claimed:
-                        if c.pod_selector is None:
-                            mine.append(p)
-                            continue
-                        if sel is None or not sel.id_path:
-                            continue
-                        try:
-                            if p.single(sel.id_path) == inst["id"]:
-                                mine.append(p)
-                        except PodError as e:
-                            warnings.append(f"pod {p.name}: component {name}: {e}")
+                if multi and c.pod_selector is not None:
+                    mine = [p for p in claimed if ids.get(p.name) == inst["id"]]
                 inst_rows = [pod_row(p, name, inst["id"]) for p in sorted(mine, key=lambda p: p.name)]
                 rows.extend(inst_rows)
                 placed.update(p.name for p in mine)

@@ -15,6 +15,7 @@ from cachetools import LRUCache
 
 from ..jqlang import JqParseError, parse
 from ..jqlang.calls import called_functions
+from ..jqlang.paths import Tree, merge, needs
 from ..karta.load import Definition
 from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, PodGroupMember
 from .jqbatch import GOJQ_UNDEFINED, Batch
@@ -106,6 +107,51 @@ def expression_texts(d: Definition) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(w_texts)), list(dict.fromkeys(p_texts))
 
 
+# What the engine reads of extracted pod definitions (requests, pod view); the rest of a pod
+# template never needs to reach jq.
+_CONTAINER: Tree = {"name": True, "image": True, "resources": True, "restartPolicy": True}
+_POD_SPEC: Tree = {"containers": {None: _CONTAINER}, "initContainers": {None: _CONTAINER}, "overhead": True,
+                   "resources": True, "schedulerName": True, "priorityClassName": True, "nodeSelector": True,
+                   "resourceClaims": True}
+_METADATA: Tree = {"labels": True}
+_POD_TEMPLATE: Tree = {"metadata": _METADATA, "spec": _POD_SPEC}
+_FRAGMENT_SHAPES: dict[str, Tree | bool] = {"containers_path": {None: _CONTAINER}, "container_path": _CONTAINER}
+
+
+def _shaped_exprs(d: Definition) -> list[tuple[str, Tree | bool]]:
+    """Every workload expression with the shape in which the engine reads its outputs."""
+    out: list[tuple[str, Tree | bool]] = []
+    for c in d.karta.components:
+        sd = c.spec_definition
+        if sd is not None:
+            for text, shape in ((sd.pod_template_spec_path, _POD_TEMPLATE), (sd.pod_spec_path, _POD_SPEC),
+                                (sd.metadata_path, _METADATA)):
+                if text:
+                    out.append((text, shape))
+            frag = sd.fragmented_pod_spec_definition
+            if frag is not None:
+                for attr, _, _ in FRAGMENT_FIELDS:
+                    if getattr(frag, attr):
+                        out.append((getattr(frag, attr), _FRAGMENT_SHAPES.get(attr, True)))
+    shaped = {t for t, _ in out}
+    w_texts, _ = expression_texts(d)
+    return out + [(t, True) for t in w_texts if t not in shaped]
+
+
+def projection_tree(d: Definition) -> Tree | bool:
+    """What of the workload object the workload expressions can read (True: all of it)."""
+    tree: Tree | bool | None = {}
+    for text, shape in _shaped_exprs(d):
+        try:
+            t = needs(parse(text), shape)
+        except JqParseError:
+            return True
+        tree = merge(tree, t)
+        if tree is True:
+            return True
+    return tree if tree is not None else {}
+
+
 # Expressions that mention these read what we would otherwise strip from the input.
 _STRIP_SENSITIVE = ("managedFields", "last-applied", "metadata |", "metadata|", "metadata[]",
                     "annotations |", "annotations|", "annotations[]", "annotations)", "metadata)")
@@ -119,6 +165,7 @@ class CompiledDefinition:
     pods: Batch
     pod_index: dict[str, int]
     strip_noise: bool
+    projection: Tree | bool  # what jq may read of the workload object (True: everything)
     components: dict[str, ComponentDefinition]
     order: list[str]  # root first, then children, definition order
     parent: dict[str, str]
@@ -136,6 +183,7 @@ class CompiledDefinition:
         workload, w_index = _batch(w_texts)
         pods, p_index = _batch(p_texts)
         strip = not any(s in t for t in w_texts for s in _STRIP_SENSITIVE)
+        projection = projection_tree(d)
 
         names = [c.name or "" for c in comps]
         by_name = {c.name or "": c for c in comps}
@@ -145,7 +193,7 @@ class CompiledDefinition:
             children.setdefault(c.owner_ref or "", []).append(c.name or "")
         leaves = [c.name or "" for c in comps if c.pod_bearing]
         has_scale = any(c.scale_definition is not None for c in comps)
-        compiled = cls(d, workload, w_index, pods, p_index, strip, by_name, names, parent, children, leaves,
+        compiled = cls(d, workload, w_index, pods, p_index, strip, projection, by_name, names, parent, children, leaves,
                        has_scale)
         if gang is not None and (gang.pod_groups or gang.pod_group is not None):
             compiled.candidates = {n: compiled._candidates_for(n) for n in names}

@@ -84,11 +84,14 @@ _TYPES = {
 }
 
 
-def _convert(v: Any, index: int, want: str, go_type: str) -> Any:
-    """JSON round trip into a Go type: null -> zero value, wrong JSON kind -> error."""
+def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> Any:
+    """JSON round trip into a Go type: null -> zero value (nil for pointers, maps and slices
+    when `nil`), wrong JSON kind -> error."""
     if v is None:
+        if nil and want != "string":
+            return None
         return {"object": {}, "string": "", "array": []}[want]
-    if not isinstance(v, _TYPES[want]) or isinstance(v, bool) and want != "bool":
+    if not isinstance(v, _TYPES[want]):
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: cannot "
                               f"unmarshal {go_json_type(v)} into Go value of type {go_type}")
     return v
@@ -175,7 +178,7 @@ def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance],
         want, go_type = _FRAGMENT_TYPES[key]
         try:
             outs = _outputs(results, expr, fp)
-            lists[key] = [_convert(v, i, want, go_type) for i, v in enumerate(outs)]
+            lists[key] = [_convert(v, i, want, go_type, nil=True) for i, v in enumerate(outs)]
         except ConversionError as e:
             raise ExtractionError(f"failed to get fragmented pod specs: {e}", fp, expr) from None
     count = max((len(v) for v in lists.values()), default=0)

@@ -7,6 +7,7 @@ Data flow: prepare the input text once -> one batched jq run -> per-component ex
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ from .quantity import QuantityError
 from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
 from .status import evaluate_status
 from .values import normalize
+from ..jqlang.paths import project
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -49,11 +51,25 @@ def strip_noise(obj: dict[str, Any]) -> dict[str, Any]:
     return dict(obj, metadata=meta)
 
 
-def input_text(obj: Any, strip: bool) -> str:
-    """The JSON text jq parses: gojq-equivalent numbers and sorted keys (gojq iterates sorted)."""
-    if strip and isinstance(obj, dict):
+# Integral floats (orjson prints 2.0 as "2.0") and integers beyond 2^53: the only numbers whose
+# text differs from what the reference's float64 round trip gives.  Rare, so look before walking.
+_NEEDS_NORMALIZE = re.compile(rb"\d\.0[,}\]]|\d{16}")
+
+
+def input_text(obj: Any, strip: bool, projection: Any = True) -> str:
+    """The JSON text jq parses: only what expressions can read (`projection`), else without
+    the API server's bookkeeping; gojq-equivalent numbers; sorted keys (gojq iterates sorted)."""
+    if projection is not True and isinstance(obj, dict):
+        obj = project(obj, projection)
+    elif strip and isinstance(obj, dict):
         obj = strip_noise(obj)
-    return orjson.dumps(normalize(obj), option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # integers beyond 64 bits: normalise first
+        raw = b""
+    if not raw or _NEEDS_NORMALIZE.search(raw):
+        raw = orjson.dumps(normalize(obj), option=orjson.OPT_SORT_KEYS)
+    return raw.decode()
 
 
 def _results(cd_batch_index: dict[str, int], row: list[Result]) -> dict[str, Result]:
@@ -74,7 +90,7 @@ def _instance_requests(inst: ExtractedInstance) -> Requests:
         return pod_requests(inst.pod_spec)
     if inst.fragmented is not None:
         f = inst.fragmented
-        return fragmented_requests(f.get("containers") or None, f.get("container") or None, f.get("resources") or None)
+        return fragmented_requests(f.get("containers"), f.get("container"), f.get("resources"))
     return {}
 
 
@@ -85,7 +101,7 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
         spec, meta = inst.pod_spec, inst.metadata or {}
     else:
         f = inst.fragmented or {}
-        containers = list(f.get("containers") or []) + ([f["container"]] if f.get("container") else [])
+        containers = list(f.get("containers") or []) + ([f["container"]] if f.get("container") is not None else [])
         if f.get("image") and containers and not containers[-1].get("image"):
             containers[-1] = dict(containers[-1], image=f["image"])
         elif f.get("image") and not containers:
@@ -199,7 +215,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
         raise InterpretationError(f"definition {definition.name} is invalid",
                                   [f.as_dict() for f in definition.findings if f.level == "error"])
     cd = compiled(definition)
-    text = input_text(obj, cd.strip_noise)
+    text = input_text(obj, cd.strip_noise, cd.projection)
     results = _results(cd.workload_index,
                        cd.workload.run(text, (lambda i: progress(0, i)) if progress else None))
 
