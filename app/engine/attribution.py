@@ -31,23 +31,33 @@ def not_ready_reason(pod: dict[str, Any]) -> str | None:
         return sched["reason"]
     if status.get("reason"):
         return status["reason"]
-    for cs in status.get("containerStatuses") or []:  # e.g. CrashLoopBackOff, ImagePullBackOff
-        waiting = (cs.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason"):
-            return waiting["reason"]
     ready = conds.get("Ready")
     if ready and ready.get("status") == "False" and ready.get("reason"):
         return ready["reason"]
     return None
 
 
+def container_waiting_reason(pod: dict[str, Any]) -> str | None:
+    """The first waiting container's reason (CrashLoopBackOff, ImagePullBackOff, ...)."""
+    status = pod.get("status") or {}
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        waiting = ((cs or {}).get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            return waiting["reason"]
+    return None
+
+
 def pod_row(pod: PodInput, component: str, instance: str | None) -> dict[str, Any]:
     obj = pod.obj
     ready = pod_ready(obj)
-    return {"name": pod.name, "component": component, "instance": instance,
-            "phase": (obj.get("status") or {}).get("phase"), "ready": ready,
-            "node": (obj.get("spec") or {}).get("nodeName") or None,
-            "reason": None if ready else not_ready_reason(obj)}
+    row = {"name": pod.name, "component": component, "instance": instance,
+           "phase": (obj.get("status") or {}).get("phase"), "ready": ready,
+           "node": (obj.get("spec") or {}).get("nodeName") or None,
+           "reason": None if ready else not_ready_reason(obj)}
+    waiting = None if ready else container_waiting_reason(obj)
+    if waiting:
+        row["containerReason"] = waiting
+    return row
 
 
 def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], tree: dict[str, Any],

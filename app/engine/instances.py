@@ -84,6 +84,65 @@ _TYPES = {
 }
 
 
+# The parts of the Kubernetes types the engine reads, as encoding/json would type-check them:
+# (field, Go struct name, expected JSON kind, nested checks).  Fields outside these shapes are
+# never fed to jq (input projection), so they cannot be checked here.
+_STR_MAP = ("object", "string")  # map[string]string
+_QTY_MAP = ("object", "quantity")  # ResourceList
+_RESOURCES = {"requests": ("ResourceRequirements", _QTY_MAP), "limits": ("ResourceRequirements", _QTY_MAP)}
+_CONTAINER = {"name": ("Container", "string"), "image": ("Container", "string"),
+              "restartPolicy": ("Container", "string"), "resources": ("Container", ("object", _RESOURCES))}
+_POD_SPEC = {"containers": ("PodSpec", ("array", ("object", _CONTAINER))),
+             "initContainers": ("PodSpec", ("array", ("object", _CONTAINER))),
+             "schedulerName": ("PodSpec", "string"), "priorityClassName": ("PodSpec", "string"),
+             "nodeSelector": ("PodSpec", _STR_MAP), "overhead": ("PodSpec", _QTY_MAP),
+             "resources": ("PodSpec", ("object", _RESOURCES))}
+_META = {"labels": ("ObjectMeta", _STR_MAP), "annotations": ("ObjectMeta", _STR_MAP)}
+_SHAPES: dict[str, Any] = {
+    "v1.PodTemplateSpec": ("object", {"metadata": ("PodTemplateSpec", ("object", _META)),
+                                      "spec": ("PodTemplateSpec", ("object", _POD_SPEC))}),
+    "v1.PodSpec": ("object", _POD_SPEC),
+    "v1.ObjectMeta": ("object", _META),
+    "map[string]string": _STR_MAP,
+    "v1.ResourceRequirements": ("object", _RESOURCES),
+    "[]v1.Container": ("array", ("object", _CONTAINER)),
+    "v1.Container": ("object", _CONTAINER),
+}
+_GO_NAMES = {"string": "string", "quantity": "resource.Quantity"}
+
+
+def _type_problem(v: Any, spec: Any, where: str) -> str | None:
+    """The first encoding/json type error of v against spec, or None."""
+    if v is None:
+        return None
+    if isinstance(spec, str):  # leaf
+        ok = isinstance(v, str) if spec == "string" else isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        return None if ok else f"cannot unmarshal {go_json_type(v)} into Go {where} of type {_GO_NAMES[spec]}"
+    kind, inner = spec
+    if kind == "object":
+        if not isinstance(v, dict):
+            return f"cannot unmarshal {go_json_type(v)} into Go {where} of type object"
+        if isinstance(inner, dict):
+            for field, (struct, sub) in inner.items():
+                if field in v:
+                    err = _type_problem(v[field], sub, f"struct field {struct}.{field}")
+                    if err:
+                        return err
+            return None
+        for key, item in v.items():  # map[string]X
+            err = _type_problem(item, inner, f"value of map key {key!r}")
+            if err:
+                return err
+        return None
+    if not isinstance(v, list):
+        return f"cannot unmarshal {go_json_type(v)} into Go {where} of type array"
+    for item in v:
+        err = _type_problem(item, inner, where)
+        if err:
+            return err
+    return None
+
+
 def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> Any:
     """JSON round trip into a Go type: null -> zero value (nil for pointers, maps and slices
     when `nil`), wrong JSON kind -> error."""
@@ -94,6 +153,10 @@ def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> 
     if not isinstance(v, _TYPES[want]):
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: cannot "
                               f"unmarshal {go_json_type(v)} into Go value of type {go_type}")
+    shape = _SHAPES.get(go_type)
+    err = _type_problem(v, shape, "value") if shape is not None else None
+    if err:
+        raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: {err}")
     return v
 
 
@@ -154,8 +217,9 @@ def extract_component(c: ComponentDefinition, results: Lookup, path: str) -> Com
             _fragmented(frag, ids, per_id, results, f"{path}.specDefinition.fragmentedPodSpecDefinition")
     if c.scale_definition is not None:
         _scales(c, ids, per_id, results, f"{path}.scaleDefinition")
-    # The tree sorts instance keys as byte strings; duplicates keep the last value per id.
-    ordered = sorted(per_id, key=lambda s: s.encode())
+    # The tree sorts instance keys as byte strings; a duplicate id gets a node of its own, each
+    # holding the last value zipped to that id (the reference zips into a map, then walks ids).
+    ordered = sorted(ids, key=lambda s: s.encode())
     return ComponentValues(c.name or "", ids, [per_id[i] for i in ordered])
 
 

@@ -53,7 +53,8 @@ def strip_noise(obj: dict[str, Any]) -> dict[str, Any]:
 
 # Integral floats (orjson prints 2.0 as "2.0") and integers beyond 2^53: the only numbers whose
 # text differs from what the reference's float64 round trip gives.  Rare, so look before walking.
-_NEEDS_NORMALIZE = re.compile(rb"\d\.0[,}\]]|\d{16}")
+_INTEGRAL_FLOAT = re.compile(rb"\d\.0[,}\]]")
+_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER  # ints beyond 2^53 raise: normalise them
 
 
 def input_text(obj: Any, strip: bool, projection: Any = True) -> str:
@@ -64,10 +65,10 @@ def input_text(obj: Any, strip: bool, projection: Any = True) -> str:
     elif strip and isinstance(obj, dict):
         obj = strip_noise(obj)
     try:
-        raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # integers beyond 64 bits: normalise first
+        raw = orjson.dumps(obj, option=_DUMP)
+    except TypeError:  # an integer beyond 2^53: the reference sees it through float64
         raw = b""
-    if not raw or _NEEDS_NORMALIZE.search(raw):
+    if not raw or (b".0" in raw and _INTEGRAL_FLOAT.search(raw)):
         raw = orjson.dumps(normalize(obj), option=orjson.OPT_SORT_KEYS)
     return raw.decode()
 

@@ -26,9 +26,43 @@ from typing import Any
 
 import jq
 
+from ..jqlang import JqParseError, parse, walk
+
 MAX_RESULTS = 1000  # the reference runner's default; 1000 outputs is already an error
 
+# gojq prints numbers with Go's 'f' format inside [1e-6, 1e21) and 'e' (e-7, e+21) outside,
+# serialises objects with sorted keys, and iterates object keys sorted.  libjq prints computed
+# numbers like %.17g, keeps literal text, and keeps insertion order.  These shadows make
+# `tostring`, `tojson` and `to_entries` answer as gojq does.  (Defined before they are
+# shadowed, `tostring` inside refers to libjq's builtin.)
+_GOJQ_COMPAT = r"""
+def _gojq_num:
+  if . == 0 then "0" else
+  (if . < 0 then "-" else "" end) as $sign | (if . < 0 then 0 - . else . + 0 end) as $x
+  | ($x | tostring) as $s
+  | if $x >= 1e21 or $x < 1e-6 then $s | sub("e(?<s>[-+])0*(?<d>[0-9])"; "e\(.s)\(.d)")
+    elif ($s | test("e")) then
+      ($s | capture("^(?<m>[0-9.]+)e(?<e>[-+][0-9]+)$")) as $c
+      | ($c.m | split(".")) as $p | ($p[0] + ($p[1] // "")) as $digits
+      | (($p[0] | length) + ($c.e | tonumber)) as $point
+      | if $point <= 0 then "0." + ("0" * (0 - $point)) + $digits
+        elif $point >= ($digits | length) then $digits + ("0" * ($point - ($digits | length)))
+        else $digits[:$point] + "." + $digits[$point:] end
+    else $s end
+  | $sign + . end;
+def _gojq_json:
+  if type == "object" then "{" + ([keys[] as $k | ($k | @json) + ":" + (.[$k] | _gojq_json)] | join(",")) + "}"
+  elif type == "array" then "[" + (map(_gojq_json) | join(",")) + "]"
+  elif type == "number" then _gojq_num
+  else @json end;
+def tojson: _gojq_json;
+def tostring: if type == "string" then . else _gojq_json end;
+def to_entries: [keys[] as $k | {key: $k, value: .[$k]}];
+def _gojq_iter: if type == "object" then (keys[] as $k | .[$k]) else .[] end;
+"""
+
 PRELUDE = (
+    _GOJQ_COMPAT.replace("\n", " ").strip() + " "
     "def env: {}; "
     'def input: error("input is not allowed"); def inputs: error("inputs is not allowed"); '
     'def halt: error("halt is not allowed"); def halt_error: error(.); def halt_error($c): error(.); '
@@ -55,8 +89,27 @@ class Result:
         return self.error is None
 
 
+def sorted_iteration(expr: str) -> str:
+    """Rewrite `X[]` as `(X|_gojq_iter)`: iterating an object walks its keys sorted, as gojq
+    does.  (Input objects are fed with sorted keys already; this covers objects an expression
+    builds itself.)"""
+    try:
+        ast = parse(expr)
+    except JqParseError:
+        return expr
+    edits: list[tuple[int, int, str]] = []
+    for n in walk(ast):
+        if n.kind == "iterate":
+            target = n.children[0]
+            edits.append((target.start, target.start, "("))
+            edits.append((target.end, n.end, "|_gojq_iter)"))
+    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        expr = expr[:start] + text + expr[end:]
+    return expr
+
+
 def _wrap(expr: str) -> str:
-    return f'(try [limit({MAX_RESULTS}; ({expr}\n))] catch {{"__e": .}})'
+    return f'(try [limit({MAX_RESULTS}; ({sorted_iteration(expr)}\n))] catch {{"__e": .}})'
 
 
 def compile_error_text(message: str) -> str:

@@ -19,6 +19,7 @@ limit are rejected instead of being carried; BinarySI values above ``Ei`` keep
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal
@@ -76,6 +77,7 @@ def _decimal_parts(value: Fraction) -> tuple[int, int]:
     return num, exp
 
 
+@functools.lru_cache(maxsize=8192)  # pure; totals repeat the same few values
 def _canonical(value: Fraction, fmt: str) -> str:
     """apimachinery CanonicalizeBytes: no precision lost, largest possible suffix."""
     if value == 0:
@@ -284,6 +286,7 @@ def _interpret(suffix: str) -> tuple[int, int, str]:
     raise QuantityError(ERR_SUFFIX)
 
 
+@functools.lru_cache(maxsize=8192)  # Quantity is immutable; manifests repeat the same strings
 def _parse_string(s: str) -> Quantity:
     """ParseQuantity."""
     if not s:

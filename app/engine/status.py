@@ -104,15 +104,20 @@ def _conditions(sd: StatusDefinition, results: dict[str, Result], path: str) -> 
     out: list[Condition] = []
     for i, v in enumerate(r.values or []):
         if v is None:
-            continue
-        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
-            bad = go_json_type(v) if not isinstance(v, list) else go_json_type(next(x for x in v if not isinstance(x, dict)))
+            continue  # a null array is an empty list
+        # Each output must be an array of objects; a null element decodes to an empty one.
+        bad = None if isinstance(v, list) else v
+        if bad is None:
+            bad = next((x for x in v if x is not None and not isinstance(x, dict)), None)
+        if bad is not None:
+            what = "[]map[string]interface {}" if not isinstance(v, list) else "map[string]interface {}"
             raise ExtractionError(
                 f"failed to extract conditions: failed to convert object at index {i} to type "
-                f"[]map[string]interface {{}}: json: cannot unmarshal {bad} into Go value of type "
-                f"{'[]map[string]interface {}' if not isinstance(v, list) else 'map[string]interface {}'}",
+                f"[]map[string]interface {{}}: json: cannot unmarshal {go_json_type(bad)} into Go value of type {what}",
                 p, cd.path)
         for raw in v:
+            raw = raw or {}
+
             def s(name: str) -> str | None:
                 x = raw.get(name) if name else None
                 return x if isinstance(x, str) else None

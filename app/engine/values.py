@@ -209,5 +209,6 @@ def normalize(v: Any) -> Any:
     if t is float:
         return int(v) if v.is_integer() and abs(v) <= _MAX_SAFE else v
     if t is int and not -_MAX_SAFE <= v <= _MAX_SAFE:
-        return float(v)  # what float64 keeps of it; orjson prints it in exponent form
+        f = float(v)  # what float64 keeps of it
+        return int(f) if abs(f) < 2**63 else f
     return v

@@ -302,12 +302,16 @@ def project(value: object, tree: Tree | bool) -> object:
     of the full input."""
     if tree is True:
         return value
-    if isinstance(value, dict):
+    t = type(value)
+    if t is dict:
         every = tree.get(None)
-        if every is not None:
-            return {k: project(v, merge(tree.get(k), every)) for k, v in value.items()}  # type: ignore[arg-type]
-        return {k: project(value[k], sub) for k, sub in tree.items() if k in value}
-    if isinstance(value, list):
+        if every is None:
+            return {k: project(value[k], sub) for k, sub in tree.items() if k in value}
+        if len(tree) == 1:
+            return {k: project(v, every) for k, v in value.items()}
+        return {k: project(v, merge(tree[k], every) if k in tree else every)  # type: ignore[arg-type]
+                for k, v in value.items()}
+    if t is list:
         every = tree.get(None)
         if every is None or any(k is not None for k in tree):
             return value  # `.list.field` fails on the full input too: keep it intact

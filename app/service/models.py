@@ -179,7 +179,9 @@ class LivePod(_M):
     phase: str | None
     ready: bool
     node: str | None
-    reason: str | None
+    reason: str | None = Field(description="why not ready: PodScheduled=False reason, else status.reason, else "
+                                           "the Ready=False reason")
+    containerReason: str | None = Field(None, description="a waiting container's reason (CrashLoopBackOff, ...)")
 
 
 class Live(_M):

@@ -1,0 +1,405 @@
+"""`wlmap` (api-contract.md "CLI"): interpret in every output format, definitions
+list/show/validate, exit codes, and `--definition` taking precedence over a built-in one.
+
+In-process runs replace the built-in catalog with a controlled one (the real catalog is being
+edited concurrently); one subprocess run checks the installed entry point end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import app.cli.main as cli
+from app.karta.load import load_path
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples"
+WLMAP = Path(sys.executable).parent / "wlmap"
+
+BT1 = {"apiVersion": "acme.example.com/v1", "kind": "BatchTask",
+       "metadata": {"name": "bt-1", "namespace": "team", "uid": "bt-uid"},
+       "spec": {"workers": 2, "podTemplate": {"spec": {"containers": [
+           {"name": "t", "image": "t:1", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}}},
+       "status": {"state": "Active"}}
+BT2 = {"apiVersion": "acme.example.com/v1", "kind": "BatchTask",
+       "metadata": {"name": "bt-2", "namespace": "team", "uid": "bt-uid2"},
+       "spec": {"workers": 3}, "status": {"state": "Queued"}}
+CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}
+
+
+@pytest.fixture
+def builtin(monkeypatch):
+    """The built-in catalog, controlled: by default empty; `builtin.set([...])` to fill it."""
+    state = {"defs": []}
+    monkeypatch.setattr(cli, "load_builtin", lambda: list(state["defs"]))
+
+    class Handle:
+        @staticmethod
+        def set(defs):
+            state["defs"] = defs
+
+    return Handle
+
+
+def write(path: Path, *docs) -> str:
+    path.write_text(yaml.safe_dump_all(list(docs), sort_keys=False))
+    return str(path)
+
+
+def main(capsys, *argv) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def defs_dir(tmp_path: Path, *names: str) -> str:
+    d = tmp_path / "defs"
+    d.mkdir(exist_ok=True)
+    for n in names:
+        shutil.copy(EXAMPLES / f"{n}.karta.yaml", d / f"{n}.karta.yaml")
+    return str(d)
+
+
+# -- interpret --------------------------------------------------------------------------------------
+
+def test_interpret_json_one_document_is_an_object(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert isinstance(doc, dict)
+    assert doc["workload"] == {"apiVersion": "acme.example.com/v1", "kind": "BatchTask", "namespace": "team",
+                               "name": "bt-1", "uid": "bt-uid"}
+    assert doc["definition"]["name"] == "acme-example-com-batchtask-v1"
+    assert doc["definition"]["source"] == "directory"
+    assert doc["definition"]["digest"].startswith("sha256:")
+    assert doc["status"]["phase"] == "Running"
+    assert doc["totals"]["gpus"] == 2
+    assert doc["gang"]["podGroup"]["name"] == "pg-bt-uid-task"
+
+
+def test_interpret_json_several_documents_is_an_array(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1, BT2)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "json")
+    assert code == 0
+    docs = json.loads(out)
+    assert isinstance(docs, list)
+    assert [d["workload"]["name"] for d in docs] == ["bt-1", "bt-2"]
+    assert [d["status"]["phase"] for d in docs] == ["Running", "Initializing"]
+
+
+def test_interpret_json_several_files(builtin, capsys, tmp_path):
+    a, b = write(tmp_path / "a.yaml", BT2), write(tmp_path / "b.yaml", BT1)
+    code, out, _ = main(capsys, "interpret", a, b, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "json")
+    assert code == 0
+    assert [d["workload"]["name"] for d in json.loads(out)] == ["bt-2", "bt-1"]
+
+
+def test_interpret_jsonl_one_line_per_document_in_order(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT2, BT1)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "jsonl")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 2
+    assert [json.loads(x)["workload"]["name"] for x in lines] == ["bt-2", "bt-1"]
+
+
+def test_interpret_jsonl_error_lines_and_exit_1(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", CONFIGMAP, BT1, {"foo": "bar"})
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "jsonl")
+    assert code == 1
+    lines = [json.loads(x) for x in out.strip().splitlines()]
+    assert len(lines) == 3
+    assert set(lines[0]) == {"error"}
+    for key in ("type", "title", "status", "detail"):
+        assert key in lines[0]["error"]
+    assert "ConfigMap" in lines[0]["error"]["detail"]
+    assert lines[1]["workload"]["name"] == "bt-1"
+    assert set(lines[2]) == {"error"}
+
+
+def test_interpret_jsonl_interpretation_failure_lists_errors(builtin, capsys, tmp_path):
+    bad = dict(BT1, status={"state": 5})
+    f = write(tmp_path / "w.yaml", bad)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "jsonl")
+    assert code == 1
+    [line] = [json.loads(x) for x in out.strip().splitlines()]
+    problem = line["error"]
+    assert problem["status"] == 422
+    assert any("failed to extract phase" in e["message"] for e in problem["errors"])
+    assert all("path" in e for e in problem["errors"])
+
+
+def test_interpret_yaml(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1, BT2)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "yaml")
+    assert code == 0
+    docs = list(yaml.safe_load_all(out))
+    assert [d["workload"]["name"] for d in docs] == ["bt-1", "bt-2"]
+    assert docs[0]["tree"]["instances"][0]["replicas"] == 2
+
+
+def test_interpret_tree_is_the_default(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"))
+    assert code == 0
+    assert "BatchTask team/bt-1" in out
+    assert "definition: acme-example-com-batchtask-v1 (directory)" in out
+    assert "phase: Running" in out
+    assert "task" in out
+    assert "total: 2 pods, 2 GPUs" in out
+    assert "pg-bt-uid-task" in out
+
+
+def test_interpret_tree_of_multi_instance_example(builtin, capsys, tmp_path):
+    obj = {"apiVersion": "acme.example.com/v1alpha1", "kind": "Pipeline", "metadata": {"name": "p", "uid": "u"},
+           "spec": {"stages": [{"name": "train", "parallelism": 4}, {"name": "prep", "parallelism": 2}]}}
+    f = write(tmp_path / "w.yaml", obj)
+    code, out, _ = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "pipeline"), "-o", "tree")
+    assert code == 0
+    assert out.index("prep") < out.index("train")
+    assert "stage" in out and "coordinator" in out
+
+
+def test_interpret_stdin(builtin, capsys, tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(BT1).encode())))
+    code, out, _ = main(capsys, "interpret", "-", "--definition", defs_dir(tmp_path, "batchtask"), "-o", "json")
+    assert code == 0
+    assert json.loads(out)["workload"]["name"] == "bt-1"
+
+
+def test_interpret_no_definition_exit_4(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1)
+    code, _, err = main(capsys, "interpret", f, "-o", "json")
+    assert code == 4
+    assert "no Karta definition covers acme.example.com/v1 BatchTask" in err
+
+
+def test_interpret_mixed_results_exit_1(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1, CONFIGMAP)
+    code, out, err = main(capsys, "interpret", f, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "json")
+    assert code == 1
+    assert "error:" in err
+
+
+def test_interpret_unreadable_file_exit_2(builtin, capsys, tmp_path):
+    code, _, err = main(capsys, "interpret", str(tmp_path / "missing.yaml"), "-o", "json")
+    assert code == 2
+    assert err.startswith("error: ")
+
+
+def test_interpret_with_pods(builtin, capsys, tmp_path):
+    f = write(tmp_path / "w.yaml", BT1)
+    p = write(tmp_path / "pods.yaml", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bt-1-0"},
+                                       "spec": {"containers": [{"name": "t"}]},
+                                       "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    code, out, _ = main(capsys, "interpret", f, "--pods", p, "--definition", defs_dir(tmp_path, "batchtask"), "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["live"]["current"] == 1 and doc["live"]["ready"] == 1
+
+
+def test_invalid_extra_definition_is_not_used_and_warned(builtin, capsys, tmp_path):
+    d = tmp_path / "defs"
+    d.mkdir()
+    bad = yaml.safe_load((EXAMPLES / "batchtask.karta.yaml").read_text())
+    del bad["spec"]["structureDefinition"]["rootComponent"]["statusDefinition"]
+    write(d / "bad.yaml", bad)
+    f = write(tmp_path / "w.yaml", BT1)
+    code, _, err = main(capsys, "interpret", f, "--definition", str(d), "-o", "json")
+    assert code == 4
+    assert "root component must have status definition" in err
+
+
+# -- --definition over a built-in -----------------------------------------------------------------------
+
+def _override(tmp_path: Path) -> str:
+    doc = yaml.safe_load((EXAMPLES / "batchtask.karta.yaml").read_text())
+    doc["metadata"]["name"] = "my-batchtask"
+    doc["spec"]["structureDefinition"]["rootComponent"]["statusDefinition"]["statusMappings"] = {"degraded": [{}]}
+    d = tmp_path / "override"
+    d.mkdir()
+    write(d / "def.yaml", doc)
+    return str(d)
+
+
+def test_definition_overrides_builtin_for_same_gvk(builtin, capsys, tmp_path):
+    builtin.set(load_path(EXAMPLES / "batchtask.karta.yaml", "builtin"))
+    f = write(tmp_path / "w.yaml", BT1)
+    code, out, _ = main(capsys, "interpret", f, "-o", "json")
+    assert code == 0
+    base = json.loads(out)
+    assert (base["definition"]["source"], base["status"]["phase"]) == ("builtin", "Running")
+
+    code, out, _ = main(capsys, "interpret", f, "--definition", _override(tmp_path), "-o", "json")
+    assert code == 0
+    over = json.loads(out)
+    assert over["definition"]["name"] == "my-batchtask"
+    assert over["definition"]["source"] == "directory"
+    assert over["status"]["matched"] == ["Degraded"]
+
+
+def test_definitions_list_shows_the_override(builtin, capsys, tmp_path):
+    builtin.set(load_path(EXAMPLES / "batchtask.karta.yaml", "builtin") + load_path(EXAMPLES / "pipeline.karta.yaml", "builtin"))
+    code, out, _ = main(capsys, "definitions", "list", "-o", "json", "--definition", _override(tmp_path))
+    assert code == 0
+    rows = json.loads(out)
+    by_kind = {r["kind"]: r for r in rows}
+    assert by_kind["BatchTask"]["name"] == "my-batchtask"
+    assert by_kind["BatchTask"]["source"] == "directory"
+    assert by_kind["Pipeline"]["source"] == "builtin"
+    assert len([r for r in rows if r["kind"] == "BatchTask"]) == 1
+
+
+# -- definitions list / show ------------------------------------------------------------------------
+
+def test_definitions_list_json_fields(builtin, capsys, tmp_path):
+    code, out, _ = main(capsys, "definitions", "list", "-o", "json", "--definition",
+                        defs_dir(tmp_path, "batchtask", "pipeline", "servinggraph"))
+    assert code == 0
+    rows = json.loads(out)
+    assert isinstance(rows, list) and len(rows) == 3
+    for r in rows:
+        assert set(r) >= {"name", "group", "version", "kind", "source", "digest"}
+        assert r["source"] == "directory"
+        assert r["digest"].startswith("sha256:")
+    assert {(r["name"], r["group"], r["version"], r["kind"]) for r in rows} == {
+        ("acme-example-com-batchtask-v1", "acme.example.com", "v1", "BatchTask"),
+        ("acme-example-com-pipeline-v1alpha1", "acme.example.com", "v1alpha1", "Pipeline"),
+        ("acme-example-com-servinggraph-v1", "acme.example.com", "v1", "ServingGraph"),
+    }
+
+
+def test_definitions_list_empty(builtin, capsys):
+    code, out, err = main(capsys, "definitions", "list", "-o", "json")
+    assert code == 0
+    assert json.loads(out) == []
+    code, out, err = main(capsys, "definitions", "list")
+    assert code == 0
+    assert "No Karta definitions found." in err
+
+
+def test_definitions_list_table(builtin, capsys, tmp_path):
+    code, out, _ = main(capsys, "definitions", "list", "--definition", defs_dir(tmp_path, "pipeline"))
+    assert code == 0
+    header, row = out.strip().splitlines()[:2]
+    assert header.split()[0] == "NAME"
+    assert "acme-example-com-pipeline-v1alpha1" in row and "Pipeline" in row
+    assert "pipeline, stage, coordinator" in row
+
+
+def test_definitions_show_yaml_and_json(builtin, capsys, tmp_path):
+    d = defs_dir(tmp_path, "pipeline")
+    code, out, _ = main(capsys, "definitions", "show", "acme-example-com-pipeline-v1alpha1", "--definition", d)
+    assert code == 0
+    shown = yaml.safe_load(out)
+    assert shown == yaml.safe_load((EXAMPLES / "pipeline.karta.yaml").read_text())
+    code, out, _ = main(capsys, "definitions", "show", "acme-example-com-pipeline-v1alpha1", "--definition", d, "-o", "json")
+    assert code == 0
+    assert json.loads(out)["kind"] == "Karta"
+
+
+def test_definitions_show_unknown_name(builtin, capsys):
+    code, _, err = main(capsys, "definitions", "show", "nope")
+    assert code == 1
+    assert 'no Karta definition named "nope"' in err
+
+
+# -- definitions validate -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,gvk", [("batchtask", "acme.example.com/v1/BatchTask"),
+                                      ("pipeline", "acme.example.com/v1alpha1/Pipeline"),
+                                      ("servinggraph", "acme.example.com/v1/ServingGraph")])
+def test_validate_ok(capsys, name, gvk):
+    f = str(EXAMPLES / f"{name}.karta.yaml")
+    code, out, _ = main(capsys, "definitions", "validate", f)
+    assert code == 0
+    assert out == f"OK: {f} is a valid Karta definition (GVK: {gvk})\n"
+
+
+def test_validate_invalid_prints_every_finding(capsys, tmp_path):
+    doc = yaml.safe_load((EXAMPLES / "pipeline.karta.yaml").read_text())
+    sd = doc["spec"]["structureDefinition"]
+    del sd["rootComponent"]["statusDefinition"]
+    sd["childComponents"][0]["ownerRef"] = "ghost"
+    sd["childComponents"][1]["scaleDefinition"]["replicasPath"] = "del(.a)"
+    doc["spec"]["optimizationInstructions"]["gangScheduling"]["podGroups"][0]["members"][0]["componentName"] = "nobody"
+    f = write(tmp_path / "bad.yaml", doc)
+    code, out, err = main(capsys, "definitions", "validate", f)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"INVALID: {f}"
+    findings = [x for x in lines[1:] if x.startswith("  ")]
+    assert "  root component must have status definition" in findings
+    assert "  child component 'stage' has owner ref to non-existing component 'ghost'" in findings
+    assert "  pod-group member component 'nobody' is not defined (should be a root or child component)" in findings
+    assert ("  JQ expression 'del(.a)' at 'Spec.StructureDefinition.ChildComponents[1].ScaleDefinition.ReplicasPath' "
+            "failed validation: del function is not allowed") in findings
+    assert len(findings) == 4
+    assert f"4 finding(s) in {f}" in err
+
+
+def test_validate_exit_2_unreadable(capsys, tmp_path):
+    code, _, err = main(capsys, "definitions", "validate", str(tmp_path / "missing.yaml"))
+    assert code == 2
+    assert err.startswith("error: ")
+
+
+def test_validate_exit_2_unparsable(capsys, tmp_path):
+    f = tmp_path / "broken.yaml"
+    f.write_text("apiVersion: run.ai/v1alpha1\nkind: Karta\nspec: [unclosed\n")
+    code, _, _ = main(capsys, "definitions", "validate", str(f))
+    assert code == 2
+
+
+def test_validate_exit_2_not_a_karta(capsys, tmp_path):
+    f = write(tmp_path / "cm.yaml", CONFIGMAP)
+    code, _, _ = main(capsys, "definitions", "validate", f)
+    assert code == 2
+
+
+def test_validate_worst_exit_code_over_several_files(capsys, tmp_path):
+    bad = yaml.safe_load((EXAMPLES / "batchtask.karta.yaml").read_text())
+    bad["spec"]["structureDefinition"]["rootComponent"]["ownerRef"] = ""
+    b = write(tmp_path / "bad.yaml", bad)
+    ok = str(EXAMPLES / "batchtask.karta.yaml")
+    code, out, _ = main(capsys, "definitions", "validate", ok, b)
+    assert code == 1
+    assert out.startswith(f"OK: {ok}")
+    assert f"INVALID: {b}\n  root component cannot have owner ref\n" in out
+
+
+def test_validate_warnings_go_to_stderr(capsys):
+    f = str(EXAMPLES / "pipeline.karta.yaml")
+    code, out, err = main(capsys, "definitions", "validate", f)
+    assert code == 0
+    assert "warning:" not in out
+    assert "warning:" in err
+
+
+# -- the installed entry point ---------------------------------------------------------------------
+
+@pytest.mark.skipif(not WLMAP.exists(), reason="wlmap entry point not installed in this interpreter's environment")
+def test_installed_wlmap_interprets_an_example(tmp_path):
+    f = write(tmp_path / "w.yaml", BT1, BT2)
+    r = subprocess.run([str(WLMAP), "interpret", f, "--definition", str(EXAMPLES / "batchtask.karta.yaml"), "-o", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert [d["status"]["matched"] for d in json.loads(r.stdout)] == [["Running"], ["Initializing"]]
+
+
+@pytest.mark.skipif(not WLMAP.exists(), reason="wlmap entry point not installed in this interpreter's environment")
+def test_installed_wlmap_validate_exit_codes(tmp_path):
+    ok = subprocess.run([str(WLMAP), "definitions", "validate", str(EXAMPLES / "batchtask.karta.yaml")],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.startswith("OK: ")
+    missing = subprocess.run([str(WLMAP), "definitions", "validate", str(tmp_path / "none.yaml")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2
