@@ -8,11 +8,13 @@ Data flow: prepare the input text once -> one batched jq run -> per-component ex
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from cachetools import LRUCache
 
 from ..karta.load import Definition
 from .attribution import attribute_pods
@@ -133,8 +135,43 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
     return view
 
 
-def _totals(pods: int, gpus: int, req: Requests) -> dict[str, Any]:
-    return {"pods": pods, "gpus": gpus, "requests": req}
+@dataclass(frozen=True)
+class _PodFacts:
+    """What one pod definition yields: requests per pod, its view, and totals per replica count.
+    Pod definitions repeat across interpretations, and exact quantity arithmetic is costly, so
+    these are cached by the definition's JSON text."""
+
+    per_pod: Requests
+    view: dict[str, Any]
+    gpus: int
+    scaled: dict[int, tuple[Requests, dict[str, str]]]
+
+    def times(self, n: int) -> tuple[Requests, dict[str, str]]:
+        hit = self.scaled.get(n)
+        if hit is None:
+            req = multiply(self.per_pod, n)
+            hit = (req, to_strings(req))
+            if len(self.scaled) < 64:  # replica counts of one pod definition are few
+                self.scaled[n] = hit
+        return hit
+
+
+_pod_facts: LRUCache[bytes, _PodFacts] = LRUCache(maxsize=4096)
+_pod_facts_lock = threading.Lock()
+
+
+def _facts(inst: ExtractedInstance) -> _PodFacts:
+    key = orjson.dumps([inst.pod_template_spec, inst.pod_spec, inst.metadata, inst.fragmented],
+                       option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    with _pod_facts_lock:
+        hit = _pod_facts.get(key)
+    if hit is not None:
+        return hit
+    per_pod = _instance_requests(inst)
+    facts = _PodFacts(per_pod, _pod_view(inst, per_pod), gpu_count(per_pod), {})
+    with _pod_facts_lock:
+        _pod_facts[key] = facts
+    return facts
 
 
 def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Requests]:
@@ -152,15 +189,15 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Re
                                  "maxReplicas": s.max_replicas if s else None}
         if c.pod_bearing:
             try:
-                per_pod = _instance_requests(inst)
+                facts = _facts(inst)
             except QuantityError as e:
                 ctx.errors.append({"path": f"{path}.specDefinition", "message": f"instance {inst.id!r}: {e}"})
-                per_pod = {}
+                facts = _PodFacts({}, _pod_view(inst, {}), 0, {})
             n = desired(s)
-            entry["pod"] = _pod_view(inst, per_pod)
-            i_gpus = gpu_count(per_pod) * n
-            i_req = multiply(per_pod, n)
-            entry["totals"] = {"pods": n, "gpus": i_gpus, "requests": to_strings(i_req)}
+            entry["pod"] = dict(facts.view)
+            i_gpus = facts.gpus * n
+            i_req, i_strings = facts.times(n)
+            entry["totals"] = {"pods": n, "gpus": i_gpus, "requests": dict(i_strings)}
             pods, gpus, total = pods + n, gpus + i_gpus, add(total, i_req)
         else:
             entry["totals"] = {"pods": 0, "gpus": 0, "requests": {}}
