@@ -7,6 +7,7 @@ case); 2 usage, or an input that cannot be read or parsed; 4 no definition cover
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -75,17 +76,25 @@ def cmd_interpret(args: argparse.Namespace) -> int:
     pods = None
     if args.pods:
         pods = [d for d in _parse(args.pods) if isinstance(d, dict) and d.get("kind") == "Pod"]
-    results: list[dict[str, Any]] = []
-    failed = no_def = False
+    # Resolve every document first; then evaluate (user definitions under a deadline).
+    jobs: list[tuple[Any, Definition | None, CliError | None]] = []
     for path in args.files:
         for doc in _parse(path):
             try:
-                results.append(_interpret_one(doc, registry, pods))
+                jobs.append((doc, _resolve(doc, registry), None))
             except CliError as e:
-                failed = True
-                no_def = no_def or e.code == EXIT_NO_DEFINITION
-                results.append({"error": problem("Cannot interpret", str(e), 404 if e.code == EXIT_NO_DEFINITION
-                                                 else 422, getattr(e, "errors", None))})
+                jobs.append((doc, None, e))
+    outcomes = asyncio.run(_evaluate(jobs, pods, args.eval_deadline))
+    results: list[dict[str, Any]] = []
+    failed = no_def = False
+    for out in outcomes:
+        if isinstance(out, CliError):
+            failed = True
+            no_def = no_def or out.code == EXIT_NO_DEFINITION
+            results.append({"error": problem("Cannot interpret", str(out), 404 if out.code == EXIT_NO_DEFINITION
+                                             else 422, getattr(out, "errors", None))})
+        else:
+            results.append(out)
     ok = [r for r in results if "error" not in r]
     if args.output == "jsonl":
         for r in results:
@@ -95,7 +104,11 @@ def cmd_interpret(args: argparse.Namespace) -> int:
             if "error" in r:
                 _err(r["error"]["detail"])
                 for e in r["error"].get("errors") or []:
-                    print(f"  {e.get('path', '')}: {e['message']}", file=sys.stderr)
+                    where = f"{e['path']}: " if e.get("path") else ""
+                    if e["message"] != r["error"]["detail"]:
+                        print(f"  {where}{e['message']}", file=sys.stderr)
+                    elif where:
+                        print(f"  at {e['path']}", file=sys.stderr)
         if args.output == "json":
             print(_dump_json(ok[0] if len(ok) == 1 and len(results) == 1 else ok))
         elif args.output == "yaml":
@@ -107,6 +120,37 @@ def cmd_interpret(args: argparse.Namespace) -> int:
     return EXIT_FAIL if failed else EXIT_OK
 
 
+async def _evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,
+                    deadline: float) -> list[dict[str, Any] | CliError]:
+    """Built-in definitions run in-process; user definitions in a worker killed at the deadline
+    (the reference's runner stops an evaluation after 10 s)."""
+    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+
+    isolate = any(d is not None and d.source != "builtin" for _, d, _ in jobs)
+    ev = Evaluator("untrusted" if isolate else "none", 1, deadline)
+    await ev.start()
+    out: list[dict[str, Any] | CliError] = []
+    try:
+        for doc, d, err in jobs:
+            if err is not None or d is None:
+                out.append(err or CliError("no definition", EXIT_NO_DEFINITION))
+                continue
+            try:
+                out.append(await ev.interpret(d, doc, pods))
+            except InterpretationError as e:
+                cli_err = CliError(str(e), EXIT_FAIL)
+                cli_err.errors = e.errors  # type: ignore[attr-defined]
+                out.append(cli_err)
+            except (EvaluationTimeout, EvaluationCrashed) as e:
+                cli_err = CliError(str(e), EXIT_FAIL)
+                cli_err.errors = [{"path": getattr(e, "path", ""), "message": str(e),  # type: ignore[attr-defined]
+                                   "expression": getattr(e, "expression", None)}]
+                out.append(cli_err)
+    finally:
+        await ev.close()
+    return out
+
+
 def _parse(path: str) -> list[Any]:
     try:
         return parse_documents(_read(path))
@@ -114,7 +158,7 @@ def _parse(path: str) -> list[Any]:
         raise CliError(f"{path}: {e}") from None
 
 
-def _interpret_one(doc: Any, registry: Registry, pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+def _resolve(doc: Any, registry: Registry) -> Definition:
     if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
         raise CliError("document declares no apiVersion and kind", EXIT_FAIL)
     try:
@@ -123,12 +167,7 @@ def _interpret_one(doc: Any, registry: Registry, pods: list[dict[str, Any]] | No
         raise CliError(str(e), EXIT_FAIL) from None
     if d is None:
         raise CliError(f"no Karta definition covers {doc['apiVersion']} {doc['kind']}", EXIT_NO_DEFINITION)
-    try:
-        return interpret(doc, d, pods)
-    except InterpretationError as e:
-        err = CliError(str(e), EXIT_FAIL)
-        err.errors = e.errors  # type: ignore[attr-defined]
-        raise err from None
+    return d
 
 
 # -- definitions ---------------------------------------------------------------------------
@@ -249,6 +288,9 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON manifests ('-' for stdin)")
     i.add_argument("-o", "--output", choices=["tree", "json", "jsonl", "yaml"], default="tree")
     i.add_argument("--pods", metavar="FILE", help="pods of the workload, to place them and make gang groups concrete")
+    i.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
+                   help="time limit of one evaluation with a definition that is not built in (default 10, as the "
+                        "reference runner)")
     i.set_defaults(func=cmd_interpret)
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")

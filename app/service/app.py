@@ -27,7 +27,6 @@ from .. import __version__
 from ..documents import DocumentError, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine.interpret import InterpretationError
-from ..karta.expressions import iter_expressions
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.validate import reference_text
@@ -160,9 +159,8 @@ class Service:
         except EvaluationTimeout as e:
             metrics.DEADLINE_HITS.labels(d.name).inc()
             metrics.INTERPRETATION_ERRORS.labels(d.name, "deadline").inc()
-            path = next((x.json_path for x in iter_expressions(d.karta) if x.text == e.expression), "")
             raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
-                               [{"path": path, "message": str(e), "expression": e.expression}]) from None
+                               [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
         except EvaluationCrashed as e:
             metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None

@@ -20,6 +20,7 @@ import orjson
 
 from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
+from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
 from .worker import worker_main
 
@@ -27,8 +28,9 @@ _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event l
 
 
 class EvaluationTimeout(Exception):
-    def __init__(self, definition: str, deadline: float, expression: str | None, stage: str):
+    def __init__(self, definition: str, deadline: float, expression: str | None, stage: str, path: str = ""):
         self.definition, self.deadline, self.expression, self.stage = definition, deadline, expression, stage
+        self.path = path  # the definition field the expression came from
         where = f" while evaluating {stage} expression '{expression}'" if expression else ""
         super().__init__(f"evaluation with definition {definition} exceeded the {deadline:g} s deadline{where}")
 
@@ -108,7 +110,8 @@ class Pool:
             if stage in (0, 1):
                 batch = texts[stage]
                 expr = batch[index] if 0 <= index < len(batch) else None
-            raise EvaluationTimeout(d.name, self.deadline, expr, "pod" if stage == 1 else "workload") from None
+            path = next((x.json_path for x in iter_expressions(d.karta) if x.text == expr), "") if expr else ""
+            raise EvaluationTimeout(d.name, self.deadline, expr, "pod" if stage == 1 else "workload", path) from None
         except (EOFError, OSError, ConnectionError) as e:
             asyncio.get_running_loop().create_task(self._replace(w))
             raise EvaluationCrashed(f"the evaluation worker stopped unexpectedly ({e.__class__.__name__})") from None

@@ -1,0 +1,47 @@
+"""Print the README's catalog table from the definitions' annotations; `--check` fails when
+README.md does not contain the current table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from app.karta.load import load_builtin
+
+ROOT = Path(__file__).resolve().parent.parent
+BEGIN, END = "<!-- catalog:begin -->", "<!-- catalog:end -->"
+
+
+def table() -> str:
+    rows = ["| Kind | Group/Version | Definition | Components | States it tells apart | Notes |",
+            "|---|---|---|---|---|---|"]
+    for d in sorted(load_builtin(), key=lambda d: (d.gvk[0] or "~core", d.gvk[2], d.gvk[1])):
+        g, v, k = d.gvk
+        ann = (d.raw.get("metadata") or {}).get("annotations") or {}
+        comps = ", ".join(c.name or "" for c in d.karta.components)
+        rows.append(f"| {k} | {g + '/' if g else ''}{v} | `{d.name}` | {comps} | "
+                    f"{ann.get('workload-map.dev/states', '')} | {ann.get('workload-map.dev/notes', '')} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    t = table()
+    if "--check" in sys.argv:
+        readme = (ROOT / "README.md").read_text()
+        current = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip() if BEGIN in readme else ""
+        if current != t:
+            print("README.md catalog table is stale: run python scripts/catalog_table.py --write", file=sys.stderr)
+            return 1
+        return 0
+    if "--write" in sys.argv:
+        readme = (ROOT / "README.md").read_text()
+        head, rest = readme.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        (ROOT / "README.md").write_text(f"{head}{BEGIN}\n{t}\n{END}{tail}")
+        return 0
+    print(t)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
