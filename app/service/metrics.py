@@ -17,7 +17,4 @@ DEADLINE_HITS = Counter("wlmap_evaluation_deadline_exceeded_total", "Evaluations
                         ["definition"], registry=REGISTRY)
 WORKER_RESTARTS = Counter("wlmap_evaluation_worker_restarts_total", "Evaluation workers replaced",
                           registry=REGISTRY)
-CACHE = Counter("wlmap_compile_cache_total", "Compiled-definition cache lookups (in-process)", ["result"],
-                registry=REGISTRY)
 DEFINITIONS = Gauge("wlmap_definitions", "Definitions known, by state", ["state"], registry=REGISTRY)
-RELOADS = Counter("wlmap_definition_reloads_total", "Definition source reloads", ["result"], registry=REGISTRY)

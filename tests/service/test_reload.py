@@ -56,7 +56,9 @@ def test_hot_reload_and_last_good(tmp_path: Path):
             f.write_text("kind: [broken")  # unparseable: still the last good
             time.sleep(1.2)
             assert c.post("/interpret", json=TASK).json()["totals"]["pods"] == 9
-            assert 'wlmap_definition_reloads_total' in c.get("/metrics").text or True
+            text = c.get("/metrics").text
+            failed = [ln for ln in text.splitlines() if ln.startswith('wlmap_definition_reloads_total{result="failed"}')]
+            assert failed and float(failed[0].split()[-1]) >= 2  # the invalid edit and the broken file
 
             f.write_text(yaml.safe_dump(good))
             wait_for(lambda: c.post("/interpret", json=TASK).json()["totals"]["pods"] == 3)
