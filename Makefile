@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test tools bench openapi
+.PHONY: serve test tools bench bench-http
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -25,3 +25,7 @@ test: $(STAMP) tools
 
 bench: $(STAMP) tools
 	$(PY) benchmarks/engine_bench.py
+
+bench-http: $(STAMP) tools
+	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+	$(PY) benchmarks/http_bench.py

@@ -7,7 +7,7 @@
 4. engine throughput in-process next to gojq (Debian's gojq, the upstream engine) evaluating
    the same definition's expressions over the same manifests (target >= 1x gojq).
 
-    python benchmarks/http_bench.py [--duration 10] [--connections 32] [--workers 2]
+    python benchmarks/http_bench.py [--duration 10] [--connections 4 16 64] [--workers 2]
 """
 
 from __future__ import annotations
@@ -41,13 +41,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workers: int) -> tuple[subprocess.Popen, str, float]:
+def start_server(workers: int, *extra: str) -> tuple[subprocess.Popen, str, float]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     wlmap = Path(sys.executable).parent / "wlmap"
     started = time.perf_counter()
     proc = subprocess.Popen([str(wlmap), "serve", "--port", str(port), "--workers", str(workers),
-                             "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--log-level", "warning", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while True:
         try:
             if httpx.get(url + "/readyz", timeout=0.5).status_code == 200:
@@ -57,6 +57,27 @@ def start_server(workers: int) -> tuple[subprocess.Popen, str, float]:
         if proc.poll() is not None or time.perf_counter() - started > 60:
             raise SystemExit("server did not start")
         time.sleep(0.02)
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """utime+stime of a process and all its descendants (the uvicorn workers)."""
+    ppid: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ppid[int(d)] = int(fields[1])
+        ticks[int(d)] = int(fields[11]) + int(fields[12])
+    todo, total = [root], 0
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo += [c for c, p in ppid.items() if p == pid]
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def wrk(url: str, path: str, body: str, duration: int, connections: int, threads: int = 2) -> dict[str, float]:
@@ -82,19 +103,26 @@ def wrk(url: str, path: str, body: str, duration: int, connections: int, threads
             "errors": int(errs.group(1)) + int(errs.group(2)) + int(errs.group(3)) + (int(non2xx.group(1)) if non2xx else 0)}
 
 
-def engine_vs_gojq(obj: dict, n: int) -> tuple[float, float]:
-    """Workloads per second: our in-process interpret vs gojq evaluating the same expressions
-    (one gojq process over a stream of n manifests, so its start-up is amortised)."""
+def engine_vs_gojq(obj: dict, n: int) -> tuple[float, float, float]:
+    """Workloads per second: our in-process interpret (cold, and with jq results reused for an
+    unchanged object) vs gojq evaluating the same expressions (one gojq process over a stream of
+    n manifests, so its start-up is amortised)."""
+    from app.engine import interpret as interpret_mod
+
     d = Registry.of(load_builtin()).resolve_object(obj)
     assert d is not None
-    interpret(obj, d)
-    t = time.perf_counter()
-    for _ in range(n):
+    rates = []
+    for cache in (False, True):
+        interpret_mod.JQ_RESULT_CACHE = cache
         interpret(obj, d)
-    ours = n / (time.perf_counter() - t)
+        t = time.perf_counter()
+        for _ in range(n):
+            interpret(obj, d)
+        rates.append(n / (time.perf_counter() - t))
+    ours, warm = rates
     gojq = shutil.which("gojq")
     if gojq is None:
-        return ours, float("nan")
+        return ours, warm, float("nan")
     texts, _ = expression_texts(d)
     program = ", ".join(f"(try [limit(1000; ({e}\n))] catch {{\"e\": .}})" for e in texts)
     line = json.dumps(obj, separators=(",", ":"))
@@ -108,13 +136,13 @@ def engine_vs_gojq(obj: dict, n: int) -> tuple[float, float]:
         theirs = n / (time.perf_counter() - t)
     finally:
         os.unlink(path)
-    return ours, theirs
+    return ours, warm, theirs
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
-    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--connections", type=int, nargs="+", default=[4, 16, 64])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--engine-n", type=int, default=2000)
     args = ap.parse_args()
@@ -124,30 +152,47 @@ def main() -> None:
     body = json.dumps(obj, separators=(",", ":"))
 
     print(f"machine: {os.cpu_count()} cores; manifest {MANIFEST.name}: {len(body)} bytes")
-    proc, url, startup = start_server(args.workers)
+    for workers in (1, 2):
+        proc, url, startup = start_server(workers)
+        proc.terminate()
+        proc.wait(10)
+        print(f"startup with the full built-in catalog, {workers} worker(s): process start -> /readyz 200 in "
+              f"{startup:.2f} s (target < 2 s)")
+    for cache in ("false", "true"):
+        print(f"-- server with --jq-result-cache {cache}: "
+              + ("every request evaluates jq (cold)" if cache == "false" else
+                 "the unchanged manifest reuses jq results (a scheduler's repeated placement rounds)"))
+        run_server(args, obj, body, "--jq-result-cache", cache)
+    ours, warm, theirs = engine_vs_gojq(obj, args.engine_n)
+    print(f"engine, in-process: {ours:.0f} workloads/s cold, {warm:.0f} workloads/s for an unchanged object "
+          f"(jq results reused); gojq 0.12.11, same expressions, same manifests: {theirs:.0f} workloads/s; "
+          f"ratio cold {ours / theirs:.2f}x, unchanged {warm / theirs:.2f}x (target >= 1x)")
+
+
+def run_server(args: argparse.Namespace, obj: dict, body: str, *extra: str) -> None:
+    proc, url, startup = start_server(args.workers, *extra)
     try:
         r = httpx.post(url + "/interpret", content=body, headers={"content-type": "application/json"})
         assert r.status_code == 200, r.text
         res = r.json()
-        print(f"startup with the full built-in catalog ({len(httpx.get(url + '/definitions').json()['items'])} "
-              f"definitions, {args.workers} workers): {startup:.2f} s (target < 2 s)")
         print(f"result: {res['definition']['name']}: phase {res['status']['phase']}, {res['totals']['pods']} pods, "
               f"{res['totals']['gpus']} GPUs")
-        single = wrk(url, "/interpret", body, args.duration, args.connections)
-        print(f"POST /interpret, {args.connections} connections, {args.duration} s: {single['rps']:.0f} req/s, "
-              f"p50 {single['p50']:.2f} ms, p90 {single['p90']:.2f} ms, p99 {single['p99']:.2f} ms, "
-              f"p99.9 {single['p999']:.2f} ms, errors {single['errors']} "
-              f"(target >= 1500 req/s, p99 < 20 ms)")
+        for conns in args.connections:
+            cpu0 = _tree_cpu_seconds(proc.pid)
+            single = wrk(url, "/interpret", body, args.duration, conns)
+            cpu = _tree_cpu_seconds(proc.pid) - cpu0
+            per_req = cpu / (single["rps"] * args.duration) * 1e6
+            print(f"POST /interpret, {conns:3d} connections, {args.duration} s: {single['rps']:6.0f} req/s, "
+                  f"p50 {single['p50']:6.2f} ms, p90 {single['p90']:6.2f} ms, p99 {single['p99']:6.2f} ms, "
+                  f"p99.9 {single['p999']:6.2f} ms, errors {single['errors']}, "
+                  f"server CPU {per_req:.0f} µs/request (target >= 1500 req/s, p99 < 20 ms)")
         batch_body = json.dumps({"items": [{"object": obj}] * 100}, separators=(",", ":"))
-        batch = wrk(url, "/interpret/batch", batch_body, args.duration, max(2, args.workers * 2))
+        batch = wrk(url, "/interpret/batch", batch_body, args.duration, args.workers * 2)
         print(f"POST /interpret/batch x100: {batch['rps']:.1f} req/s = {batch['rps'] * 100:.0f} workloads/s, "
               f"p50 {batch['p50']:.1f} ms, p99 {batch['p99']:.1f} ms, errors {batch['errors']}")
     finally:
         proc.terminate()
         proc.wait(10)
-    ours, theirs = engine_vs_gojq(obj, args.engine_n)
-    print(f"engine, in-process: {ours:.0f} workloads/s; gojq 0.12.11 same expressions, same manifests: "
-          f"{theirs:.0f} workloads/s; ratio {ours / theirs:.2f}x (target >= 1x)")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,16 @@ def _forced_compile_errors(texts: list[str]) -> dict[int, str]:
     return forced
 
 
+def _calls_now(texts: list[str]) -> bool:
+    for t in texts:
+        try:
+            if "now/0" in called_functions(parse(t)):
+                return True
+        except JqParseError:
+            return True
+    return False
+
+
 def _batch(unique: list[str]) -> tuple[Batch, dict[str, int]]:
     return Batch(unique, _forced_compile_errors(unique)), {t: i for i, t in enumerate(unique)}
 
@@ -172,6 +182,7 @@ class CompiledDefinition:
     children: dict[str, list[str]]
     leaves: list[str]
     has_scale: bool
+    time_dependent: bool = False  # an expression calls `now`: its results must not be reused
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
 
     @classmethod
@@ -194,7 +205,7 @@ class CompiledDefinition:
         leaves = [c.name or "" for c in comps if c.pod_bearing]
         has_scale = any(c.scale_definition is not None for c in comps)
         compiled = cls(d, workload, w_index, pods, p_index, strip, projection, by_name, names, parent, children, leaves,
-                       has_scale)
+                       has_scale, _calls_now(w_texts))
         if gang is not None and (gang.pod_groups or gang.pod_group is not None):
             compiled.candidates = {n: compiled._candidates_for(n) for n in names}
         return compiled

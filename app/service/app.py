@@ -27,6 +27,7 @@ from starlette.responses import Response
 from .. import __version__
 from ..documents import DocumentError, parse_documents
 from ..engine import compiled as compiled_cache
+from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
@@ -205,6 +206,7 @@ metrics.REGISTRY.register(_STATE)
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
     service = Service(settings)
 
     @contextlib.asynccontextmanager

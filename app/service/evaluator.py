@@ -74,8 +74,8 @@ class Pool:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        workers = await asyncio.gather(*(loop.run_in_executor(None, _Worker.start) for _ in range(self.size)))
-        for w in workers:
+        for started in asyncio.as_completed([loop.run_in_executor(None, _Worker.start) for _ in range(self.size)]):
+            w = await started  # each worker serves as soon as it is up
             self._all.append(w)
             self._idle.put_nowait(w)
 
@@ -145,11 +145,15 @@ class Evaluator:
         self.pool = Pool(pool_size, deadline) if isolation != "none" else None
 
     async def start(self) -> None:
+        """Start the workers in the background: built-in definitions are served at once, and
+        a request that needs a worker waits for the first one to be up."""
         if self.pool is not None:
-            await self.pool.start()
+            self._starting = asyncio.get_running_loop().create_task(self.pool.start())
 
     async def close(self) -> None:
         if self.pool is not None:
+            with contextlib.suppress(Exception):
+                await self._starting
             await self.pool.close()
 
     def isolated(self, d: Definition) -> bool:

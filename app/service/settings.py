@@ -38,6 +38,7 @@ class Settings:
     max_body_bytes: int = 3 * 1024 * 1024
     eval_workers: int = 2
     isolation: str = "untrusted"
+    jq_result_cache: bool = True
     log_level: str = "info"
 
     @classmethod
@@ -58,6 +59,7 @@ class Settings:
         s.max_body_bytes = int(_env("max_body_bytes", str(s.max_body_bytes)) or s.max_body_bytes)
         s.eval_workers = int(_env("eval_workers", str(s.eval_workers)) or s.eval_workers)
         s.isolation = _env("isolation", s.isolation) or s.isolation
+        s.jq_result_cache = _bool(_env("jq_result_cache", "true"))
         s.log_level = _env("log_level", s.log_level) or s.log_level
         return s
 
@@ -73,6 +75,7 @@ class Settings:
                 "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
                 "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
+                "WLMAP_JQ_RESULT_CACHE": str(self.jq_result_cache).lower(),
                 "WLMAP_LOG_LEVEL": self.log_level}
 
 
@@ -99,6 +102,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--isolation", choices=["untrusted", "all", "none"], default=d.isolation,
                    help="which definitions run in supervised worker processes with a deadline: untrusted = all "
                         "but the built-in catalog (default), all, none (WLMAP_ISOLATION)")
+    p.add_argument("--jq-result-cache", type=_bool, default=d.jq_result_cache, metavar="true|false",
+                   help="reuse jq results when the same object (as jq sees it) is interpreted again "
+                        "(WLMAP_JQ_RESULT_CACHE; default true)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level,
                    help="log level; info logs one JSON line per request (WLMAP_LOG_LEVEL)")
 
@@ -109,4 +115,5 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     kubeconfig=args.kubeconfig, namespace=args.namespace, configmap_selector=args.configmap_selector,
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
-                    eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level)
+                    eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
+                    jq_result_cache=args.jq_result_cache)
