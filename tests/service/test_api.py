@@ -191,3 +191,21 @@ def test_concurrent_requests(client: httpx.Client, server: Server):
 
     with ThreadPoolExecutor(8) as ex:
         assert set(ex.map(one, range(64))) == {200}
+
+
+def test_hostile_bodies_get_clear_client_errors(client: httpx.Client):
+    # a YAML alias bomb: tiny on the wire, billions of nodes once expanded
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+    body = problem(client.post("/interpret", content=bomb, headers={"content-type": "application/yaml"}), 400)
+    assert "expands" in body["detail"]
+    deep = "[" * 10000 + "]" * 10000
+    problem(client.post("/interpret", content=deep, headers={"content-type": "application/json"}), 400)
+    problem(client.post("/interpret", content="a:" + " [" * 10000, headers={"content-type": "application/yaml"}), 400)
+    problem(client.post("/interpret", content=b"\xff\xfe{", headers={"content-type": "application/yaml"}), 400)
+    problem(client.post("/interpret", content="a: 1\na: 2\n", headers={"content-type": "application/yaml"}), 400)
+    huge = json.loads(json.dumps(TASK))
+    huge["spec"]["workers"] = 10**30  # not an int32: a clear interpretation error, not a crash
+    body = problem(client.post("/interpret", json=huge), 422)
+    assert "int32" in body["errors"][0]["message"]
+    assert client.post("/interpret", json=TASK).status_code == 200
