@@ -225,12 +225,6 @@ class CompiledDefinition:
         # Own members first, the rest in order: a stable sort (the reference intends one).
         return sorted(found, key=lambda c: c.effective_component != name)
 
-    def ancestors(self, name: str) -> list[str]:
-        out, cur = [], self.parent.get(name)
-        while cur is not None and cur not in out:
-            out.append(cur)
-            cur = self.parent.get(cur)
-        return out
 
 
 _cache: LRUCache[str, CompiledDefinition] = LRUCache(maxsize=1024)

@@ -55,9 +55,6 @@ class ExtractedInstance:
     fragmented: dict | None = None
     scale: Scale | None = None
 
-    @property
-    def has_pod(self) -> bool:
-        return self.pod_template_spec is not None or self.pod_spec is not None or self.fragmented is not None
 
 
 @dataclass

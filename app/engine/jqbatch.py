@@ -245,6 +245,3 @@ class Batch:
             if progress is not None:
                 progress((i + 1) % n if doc < len(texts) - 1 or i + 1 < n else n)
         return rows
-
-    def expression_at(self, index: int) -> str | None:
-        return self.texts[index] if 0 <= index < len(self.texts) else None

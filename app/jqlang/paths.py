@@ -20,7 +20,6 @@ from .nodes import Node
 
 Path = tuple  # of str (object key) | None (every element / value)
 Tree = dict  # segment -> Tree | True; {} = the node must exist (shallow)
-WHOLE = True
 
 
 class _Whole(Exception):

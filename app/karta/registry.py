@@ -88,10 +88,3 @@ class Registry:
                 if d.name == name:
                     return d
         return None
-
-    def by_kind(self, kind: str) -> list[Definition]:
-        """Case-insensitive exact kind (upstream `ByRootKind`)."""
-        return [d for d in self.active() if d.gvk and d.gvk[2].lower() == kind.lower()]
-
-    def gvks(self) -> list[GVKKey]:
-        return sorted(self._by_gvk)

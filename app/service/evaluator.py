@@ -22,6 +22,7 @@ from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
+from .metrics import WORKER_RESTARTS
 from .worker import worker_main
 
 _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event loop
@@ -69,8 +70,6 @@ class Pool:
         self.size, self.deadline = max(1, size), deadline
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._all: list[_Worker] = []
-        self.timeouts = 0
-        self.restarts = 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -88,7 +87,7 @@ class Pool:
         dead.kill()
         if dead in self._all:
             self._all.remove(dead)
-        self.restarts += 1
+        WORKER_RESTARTS.inc()
         w = await asyncio.get_running_loop().run_in_executor(None, _Worker.start)
         self._all.append(w)
         self._idle.put_nowait(w)
@@ -103,7 +102,6 @@ class Pool:
             w.known.add(d.digest)
         except asyncio.TimeoutError:
             stage, index = w.progress[0], w.progress[1]
-            self.timeouts += 1
             asyncio.get_running_loop().create_task(self._replace(w))
             texts = expression_texts(d)
             expr = None

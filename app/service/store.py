@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import DocumentError
-from ..karta.findings import Finding
 from ..karta.load import Definition, NotAKarta, definitions_from_text, iter_definition_files, load_builtin
 from ..karta.registry import AmbiguousDefinition, Registry
 
@@ -97,13 +96,6 @@ class DefinitionStore:
         key = str(path)
         state = reconcile(self.sources.get(key, SourceState(key)), loaded, unreadable, key)
         self.sources[key] = state
-        self._publish(state)
-        return state
-
-    def set_source(self, name: str, loaded: list[Definition], unreadable: dict[str, str] | None = None) -> SourceState:
-        """Replace a cluster source's definitions (ConfigMaps, Karta CRs), keeping last-good."""
-        state = reconcile(self.extra.get(name, SourceState(name)), loaded, unreadable or {}, name)
-        self.extra[name] = state
         self._publish(state)
         return state
 
@@ -189,6 +181,3 @@ def summary(d: Definition, state: str) -> dict[str, Any]:
         "warnings": [f.as_dict() for f in d.findings if f.level == "warning"],
     }
 
-
-def finding_dicts(findings: list[Finding]) -> list[dict[str, str]]:
-    return [f.as_dict() for f in findings]
