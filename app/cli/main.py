@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..documents import DocumentError, parse_documents
+from ..problem import problem_body
 from ..engine.interpret import InterpretationError, interpret
 from ..karta.load import Definition, NotAKarta, definitions_from_text, load_builtin, load_path
 from ..karta.registry import AmbiguousDefinition, Registry
@@ -61,14 +62,6 @@ def build_registry(extra: list[str] | None) -> Registry:
     return Registry.of(load_builtin(), layer)
 
 
-def problem(title: str, detail: str, status: int = 422, errors: list[dict[str, Any]] | None = None,
-            type_: str = "about:blank") -> dict[str, Any]:
-    p: dict[str, Any] = {"type": type_, "title": title, "status": status, "detail": detail}
-    if errors:
-        p["errors"] = errors
-    return p
-
-
 # -- interpret -----------------------------------------------------------------------------
 
 def cmd_interpret(args: argparse.Namespace) -> int:
@@ -91,8 +84,10 @@ def cmd_interpret(args: argparse.Namespace) -> int:
         if isinstance(out, CliError):
             failed = True
             no_def = no_def or out.code == EXIT_NO_DEFINITION
-            results.append({"error": problem("Cannot interpret", str(out), 404 if out.code == EXIT_NO_DEFINITION
-                                             else 422, getattr(out, "errors", None))})
+            missing = out.code == EXIT_NO_DEFINITION
+            results.append({"error": problem_body(404 if missing else 422, "no-definition" if missing else
+                                                  "interpretation-failed", "Cannot interpret", str(out), None,
+                                                  getattr(out, "errors", None))})
         else:
             results.append(out)
     ok = [r for r in results if "error" not in r]

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from .metrics import REQUESTS
-from .problems import problem_body
+from ..problem import problem_body
 
 access_log = logging.getLogger("wlmap.access")
 
@@ -113,7 +113,7 @@ class ServiceMiddleware:
             self._record(scope, info, started)
 
     async def _fast(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        from .problems import ProblemError, problem_body
+        from .problems import ProblemError
 
         chunks = []
         while True:

@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from ..problem import problem_body
+
 PROBLEM_JSON = "application/problem+json"
 
 
@@ -19,16 +21,6 @@ class ProblemError(Exception):
     def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None):
         super().__init__(detail)
         self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
-
-
-def problem_body(status: int, slug: str, title: str, detail: str, instance: str | None = None,
-                 errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    p: dict[str, Any] = {"type": f"urn:wlmap:problem:{slug}", "title": title, "status": status, "detail": detail}
-    if instance is not None:
-        p["instance"] = instance
-    if errors:
-        p["errors"] = errors
-    return p
 
 
 def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None = None,
