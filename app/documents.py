@@ -9,6 +9,7 @@ with a clear `DocumentError` instead of a crash or a hang.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,6 +43,8 @@ def _check_bounds(doc: Any) -> None:
             kids = node.values() if isinstance(node, dict) else node
             total = 1
             for k in kids:
+                if type(k) is float and not math.isfinite(k):
+                    raise DocumentError("document holds a number JSON cannot represent (.nan or .inf)")
                 total += sizes.get(id(k), 1) if isinstance(k, (dict, list)) else 1
             if total > MAX_NODES:
                 raise DocumentError(f"document expands to more than {MAX_NODES} values (YAML aliases?)")
@@ -61,25 +64,49 @@ class _KubeLoader(_Loader):  # type: ignore[misc,valid-type]
     timestamps stay strings, and a key repeated in one mapping is an error."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
+                                                    node.start_mark)
+        # Keys written in this mapping must be unique; keys merged in with `<<` may be overridden.
+        explicit: set[str] = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                dup = key in seen
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "found an unhashable mapping key", key_node.start_mark) from None
-            if dup:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"found duplicate key {key!r}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+            key = _json_key(self.construct_object(key_node, deep=True))
+            if key in explicit:
+                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                        f"found duplicate key {key!r}", key_node.start_mark)
+            explicit.add(key)
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            mapping[_json_key(self.construct_object(key_node, deep=True))] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+
+def _json_key(key: Any) -> str:
+    """Mapping keys become strings, as YAML-to-JSON conversion does (`1: a` -> "1")."""
+    if isinstance(key, str):
+        return key
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, (int, float)):
+        return repr(key)
+    raise yaml.constructor.ConstructorError(None, None, f"a mapping key must be a scalar, got {type(key).__name__}")
+
+
+def _refuse(tag: str):  # noqa: ANN202 - a PyYAML constructor
+    def construct(loader: Any, node: yaml.Node) -> Any:
+        raise yaml.constructor.ConstructorError(None, None, f"YAML tag {tag} has no JSON equivalent",
+                                                node.start_mark)
+    return construct
 
 
 _KubeLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+for _tag in ("set", "binary", "omap", "pairs"):
+    _KubeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(f"!!{_tag}"))
 
 
 def iter_documents(text: str | bytes) -> Iterator[Any]:

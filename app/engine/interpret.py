@@ -231,6 +231,24 @@ def _workload_ref(obj: dict[str, Any]) -> dict[str, Any]:
             "name": meta.get("name"), "uid": meta.get("uid")}
 
 
+def envelope_problems(obj: Any) -> list[dict[str, Any]]:
+    """What the API server would refuse in an object's envelope (and what the result echoes)."""
+    if not isinstance(obj, dict):
+        return [{"path": "", "message": "the object must be a JSON object"}]
+    errs = []
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str):
+            errs.append({"path": key, "message": f"{key} must be a string"})
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        errs.append({"path": "metadata", "message": "metadata must be an object"})
+    elif meta is not None:
+        for key in ("name", "namespace", "uid"):
+            if meta.get(key) is not None and not isinstance(meta[key], str):
+                errs.append({"path": f"metadata.{key}", "message": f"metadata.{key} must be a string"})
+    return errs
+
+
 def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
     """Facts every workload has regardless of its definition (kstatus-style)."""
     meta = obj.get("metadata") or {}
@@ -274,6 +292,9 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     if not definition.valid:
         raise InterpretationError(f"definition {definition.name} is invalid",
                                   [f.as_dict() for f in definition.findings if f.level == "error"])
+    bad = envelope_problems(obj)
+    if bad:
+        raise InterpretationError("the object is not a valid Kubernetes object", bad)
     cd = compiled(definition)
     text = input_text(obj, cd.strip_noise, cd.projection)
     results = _results(cd.workload_index, _workload_results(cd, text, progress))
