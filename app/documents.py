@@ -28,6 +28,11 @@ class DocumentError(ValueError):
     """Text that cannot be read as YAML/JSON documents, or that exceeds the bounds."""
 
 
+def check_bounds(doc: Any) -> None:
+    """Refuse a parsed document that nests deeper than MAX_DEPTH or expands beyond MAX_NODES."""
+    _check_bounds(doc)
+
+
 def _check_bounds(doc: Any) -> None:
     # Expanded size with memoisation on shared (aliased) nodes: O(distinct nodes).
     sizes: dict[int, int] = {}
@@ -134,7 +139,13 @@ def iter_documents(text: str | bytes) -> Iterator[Any]:
                 continue
             _check_bounds(doc)
             yield from _unlist(doc)
+    except DocumentError:
+        raise
     except yaml.YAMLError as e:
+        raise DocumentError(f"invalid YAML: {e}") from None
+    except UnicodeError as e:
+        raise DocumentError(f"input is not valid Unicode text: {e}") from None
+    except (ValueError, TypeError, IndexError, OverflowError) as e:  # PyYAML's own failures on odd scalars
         raise DocumentError(f"invalid YAML: {e}") from None
     except RecursionError:
         raise DocumentError(f"document nesting is deeper than {MAX_DEPTH} levels") from None

@@ -119,7 +119,7 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
 
     view: dict[str, Any] = {
         "requests": to_strings(req),
-        "gpus": gpu_count(req),
+        "gpus": _clamp(gpu_count(req)),
         "containers": brief(spec.get("containers")),
         "schedulerName": spec.get("schedulerName"),
         "priorityClassName": spec.get("priorityClassName"),
@@ -133,6 +133,14 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
     if meta.get("labels"):
         view["labels"] = meta["labels"]
     return view
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _clamp(n: int) -> int:
+    """Counts are int64 in the reference (Quantity.Value()); keep absurd quantities in range."""
+    return max(-_INT64_MAX - 1, min(_INT64_MAX, n))
 
 
 @dataclass(frozen=True)
@@ -161,14 +169,18 @@ _pod_facts_lock = threading.Lock()
 
 
 def _facts(inst: ExtractedInstance) -> _PodFacts:
-    key = orjson.dumps([inst.pod_template_spec, inst.pod_spec, inst.metadata, inst.fragmented],
-                       option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    try:
+        key = orjson.dumps([inst.pod_template_spec, inst.pod_spec, inst.metadata, inst.fragmented],
+                           option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # an integer beyond 64 bits: compute without the cache
+        per_pod = _instance_requests(inst)
+        return _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
     with _pod_facts_lock:
         hit = _pod_facts.get(key)
     if hit is not None:
         return hit
     per_pod = _instance_requests(inst)
-    facts = _PodFacts(per_pod, _pod_view(inst, per_pod), gpu_count(per_pod), {})
+    facts = _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
     with _pod_facts_lock:
         _pod_facts[key] = facts
     return facts
@@ -193,12 +205,12 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Re
             except QuantityError as e:
                 ctx.errors.append({"path": f"{path}.specDefinition", "message": f"instance {inst.id!r}: {e}"})
                 facts = _PodFacts({}, _pod_view(inst, {}), 0, {})
-            n = desired(s)
+            n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
             entry["pod"] = dict(facts.view)
-            i_gpus = facts.gpus * n
+            i_gpus = _clamp(facts.gpus * n)
             i_req, i_strings = facts.times(n)
             entry["totals"] = {"pods": n, "gpus": i_gpus, "requests": dict(i_strings)}
-            pods, gpus, total = pods + n, gpus + i_gpus, add(total, i_req)
+            pods, gpus, total = pods + n, _clamp(gpus + i_gpus), add(total, i_req)
         else:
             entry["totals"] = {"pods": 0, "gpus": 0, "requests": {}}
         instances.append(entry)
@@ -207,7 +219,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Re
         idx = cd.order.index(child) - 1
         node, p, g, r = _node(ctx, child, f"spec.structureDefinition.childComponents[{idx}]")
         children.append(node)
-        pods, gpus, total = pods + p, gpus + g, add(total, r)
+        pods, gpus, total = pods + p, _clamp(gpus + g), add(total, r)
     kind = c.kind
     node = {
         "name": name,
@@ -247,6 +259,44 @@ def envelope_problems(obj: Any) -> list[dict[str, Any]]:
             if meta.get(key) is not None and not isinstance(meta[key], str):
                 errs.append({"path": f"metadata.{key}", "message": f"metadata.{key} must be a string"})
     return errs
+
+
+# The fields of a Pod the engine reads, with the JSON type the API server guarantees.
+_POD_FIELDS: list[tuple[tuple[str, ...], type | tuple[type, ...]]] = [
+    (("spec",), dict), (("status",), dict), (("metadata", "labels"), dict), (("spec", "nodeName"), str),
+    (("status", "phase"), str), (("status", "reason"), str), (("status", "conditions"), list),
+    (("status", "containerStatuses"), list), (("status", "initContainerStatuses"), list),
+]
+
+
+def pod_problems(pod: Any) -> list[dict[str, Any]]:
+    errs = envelope_problems(pod)
+    if errs:
+        return errs
+    for path, want in _POD_FIELDS:
+        cur: Any = pod
+        for key in path:
+            cur = cur.get(key) if isinstance(cur, dict) else None
+        if cur is not None and not isinstance(cur, want):
+            errs.append({"path": ".".join(path), "message": f"{'.'.join(path)} has the wrong type"})
+    if errs:
+        return errs  # the checks below read those fields
+    for key in ("conditions", "containerStatuses", "initContainerStatuses"):
+        for j, c in enumerate((pod.get("status") or {}).get(key) or []):
+            if not isinstance(c, dict):
+                errs.append({"path": f"status.{key}[{j}]", "message": f"status.{key}[{j}] must be an object"})
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if isinstance(labels, dict) and not all(isinstance(v, str) for v in labels.values()):
+        errs.append({"path": "metadata.labels", "message": "label values must be strings"})
+    return errs
+
+
+def _checked_text(obj: Any, cd: CompiledDefinition | None, strip: bool = True) -> str:
+    try:
+        return input_text(obj, cd.strip_noise if cd else strip, cd.projection if cd else True)
+    except (OverflowError, TypeError, ValueError) as e:
+        raise InterpretationError("the object holds a number the reference cannot read (beyond float64)",
+                                  [{"path": "", "message": str(e)}]) from None
 
 
 def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
@@ -293,10 +343,13 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
         raise InterpretationError(f"definition {definition.name} is invalid",
                                   [f.as_dict() for f in definition.findings if f.level == "error"])
     bad = envelope_problems(obj)
+    if pods is not None:
+        for i, pod in enumerate(pods):
+            bad += [dict(e, path=f"pods[{i}]" + (f".{e['path']}" if e["path"] else "")) for e in pod_problems(pod)]
     if bad:
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     cd = compiled(definition)
-    text = input_text(obj, cd.strip_noise, cd.projection)
+    text = _checked_text(obj, cd)
     results = _results(cd.workload_index, _workload_results(cd, text, progress))
 
     ctx = _Ctx(cd, {}, [])
@@ -344,7 +397,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
 
 def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, Any], pods: list[dict[str, Any]],
                owner_id: str, progress: Progress | None) -> None:
-    texts = [input_text(p, True) for p in pods]
+    texts = [_checked_text(p, None) for p in pods]
     rows = cd.pods.run_many(texts, (lambda i: progress(1, i)) if progress else None)
     inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
     if out["gang"]:

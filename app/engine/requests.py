@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.engine.quantity import Quantity, parse_quantity
+from app.engine.quantity import Quantity, QuantityError, parse_quantity
 
 Requests = dict[str, Quantity]
 
@@ -33,7 +33,11 @@ def _quantity(raw: object) -> Quantity:
 def _resource_list(raw: object) -> Requests:
     if not isinstance(raw, Mapping):
         return {}
-    return {str(name): _quantity(value) for name, value in raw.items()}
+    out = {str(name): _quantity(value) for name, value in raw.items()}
+    for name, q in out.items():
+        if q.sign() < 0:  # the API server refuses these: they cannot reach a real pod
+            raise QuantityError(f"resource {name!r}: {q} must be greater than or equal to 0")
+    return out
 
 
 def add(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> Requests:

@@ -37,10 +37,6 @@ def setup_logging(level: str = "INFO") -> None:
     root.propagate = False
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class _Route:
     """Stands in for the matched route of the fast path (the metric and log label)."""
 
@@ -81,55 +77,59 @@ class ServiceMiddleware:
                     self._record(scope, info, started)
                     return
 
-        received = 0
-        response_started = False
+        # Read the whole body here (it is bounded), so an oversized chunked body is a 413 before
+        # any framework code sees it, and the fast path has it at hand.
+        body = b""
+        if scope.get("method") in ("POST", "PUT", "PATCH"):
+            chunks, size = [], 0
+            while True:
+                msg = await receive()
+                if msg["type"] == "http.disconnect":
+                    self._record(scope, info, started)
+                    return
+                chunk = msg.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    await self._reject(scope, send, info)
+                    self._record(scope, info, started)
+                    return
+                chunks.append(chunk)
+                if not msg.get("more_body"):
+                    break
+            body = b"".join(chunks)
+        replayed = False
 
-        async def limited_receive() -> dict[str, Any]:
-            nonlocal received
-            msg = await receive()
-            if msg["type"] == "http.request":
-                received += len(msg.get("body", b""))
-                if received > limit:
-                    raise _TooLarge
-            return msg
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect, as a server does
 
         async def tracking_send(msg: dict[str, Any]) -> None:
-            nonlocal response_started
             if msg["type"] == "http.response.start":
-                response_started = True
                 info["status"] = msg["status"]
             await send(msg)
 
         try:
             if self.fast_interpret is not None and scope["path"] == "/interpret" and scope["method"] == "POST":
                 scope["route"] = _FAST_ROUTE
-                await self._fast(scope, limited_receive, tracking_send)
+                await self._fast(scope, body, tracking_send)
             else:
-                await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not response_started:
-                await self._reject(scope, send, info)
+                await self.app(scope, replay, tracking_send)
         finally:
             self._record(scope, info, started)
 
-    async def _fast(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def _fast(self, scope: dict[str, Any], raw: bytes, send: Any) -> None:
         from .problems import ProblemError
 
-        chunks = []
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                return
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
         media = "application/json"
         for name, value in scope.get("headers") or []:
             if name == b"content-type":
                 media = value.decode("latin-1").split(";")[0].strip().lower() or media
         status, ctype = 200, b"application/json"
         try:
-            body = orjson.dumps(await self.fast_interpret(b"".join(chunks), media, scope["state"]))
+            body = orjson.dumps(await self.fast_interpret(raw, media, scope["state"]))
         except ProblemError as e:
             status, ctype = e.status, b"application/problem+json"
             body = orjson.dumps(problem_body(e.status, e.slug, e.title, e.detail, scope.get("path"), e.errors))
