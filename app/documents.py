@@ -28,11 +28,6 @@ class DocumentError(ValueError):
     """Text that cannot be read as YAML/JSON documents, or that exceeds the bounds."""
 
 
-def check_bounds(doc: Any) -> None:
-    """Refuse a parsed document that nests deeper than MAX_DEPTH or expands beyond MAX_NODES."""
-    _check_bounds(doc)
-
-
 def _check_bounds(doc: Any) -> None:
     # Expanded size with memoisation on shared (aliased) nodes: O(distinct nodes).
     sizes: dict[int, int] = {}
