@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 import uvicorn
@@ -17,6 +18,12 @@ def app_from_env() -> FastAPI:
 
     settings = Settings.from_env()
     setup_logging(settings.log_level.upper())
+    unused = [f"--{n}" for n, v in (("kubeconfig", settings.kubeconfig), ("namespace", settings.namespace),
+                                    ("configmap-selector", settings.configmap_selector)) if v]
+    if unused or settings.auth != "none":
+        logging.getLogger("wlmap").warning(
+            "cluster features (%s) are not available in this version: serving the built-in catalog and "
+            "--definitions folders only", ", ".join(unused + (["--auth kubernetes"] if settings.auth != "none" else [])))
     return create_app(settings)
 
 
