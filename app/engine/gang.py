@@ -177,19 +177,14 @@ def pod_gang(cd: CompiledDefinition, values: dict[str, Any], pod: PodInput, owne
 
 def _effective_member(cd: CompiledDefinition, pod: PodInput, component: str) -> Any:
     for cand in cd.candidates.get(component, []):
-        filters = cand.member.filters or []
         passed = True
-        for f in filters:
+        for f in cand.member.filters or []:
             try:
-                outs = pod.outputs(f)
-                if len(outs) != 1:
-                    raise PodError(f"expected single query result, got {len(outs)}")
-                if outs[0] is None or outs[0] == "":
-                    raise PodError(f"query result is empty {'<nil>' if outs[0] is None else ''}")
+                value = pod.single_value(f)
             except PodError as e:
                 raise GangError(f"failed to evaluate filters for component {cand.effective_component} in group "
                                 f'{cand.pod_group_name}: failed to evaluate filter "{f}": {e}') from None
-            if outs[0] is not True:
+            if value is not True:  # only boolean true passes
                 passed = False
                 break
         if passed:

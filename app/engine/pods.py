@@ -43,15 +43,19 @@ class PodInput:
             raise PodError(r.error)
         return r.values or []
 
-    def single(self, expr: str) -> str:
-        """Exactly one output, neither null nor "", as Go %v (reference single-value rule)."""
+    def single_value(self, expr: str) -> Any:
+        """Exactly one output, neither null nor "" (the reference's single-value rule)."""
         outs = self.outputs(expr)
         if len(outs) != 1:
             raise PodError(f"expected single query result, got {len(outs)}")
         v = outs[0]
         if v is None or v == "":
             raise PodError(f"query result is empty {'<nil>' if v is None else ''}")
-        return go_v(v)
+        return v
+
+    def single(self, expr: str) -> str:
+        """The single value as Go %v (instance ids, replica keys, group keys)."""
+        return go_v(self.single_value(expr))
 
 
 def matches_type(sel: ComponentTypeSelector | None, pod: PodInput) -> bool:

@@ -1,10 +1,9 @@
 """The service's definitions: sources in precedence order, hot reload, last-good versions.
 
-Sources, lowest first: the built-in catalog, then each `--definitions` folder (watched), then
-cluster sources (ConfigMaps, Karta CRs) when configured.  A reload never loses a good
-definition: a new version that is invalid (or a file that no longer parses) keeps the last
-good version of that definition in service, and the problem is reported on GET /definitions,
-in a metric and in the log.  Readers always see one consistent `Registry` snapshot.
+Sources, lowest first: the built-in catalog, then each `--definitions` folder (watched).
+A reload never loses a good definition: a new version that is invalid (or a file that no
+longer parses) keeps the last good version of that definition in service, and the problem is
+reported on GET /definitions, in a metric and in the log.  Readers always see one consistent `Registry` snapshot.
 """
 
 from __future__ import annotations
@@ -83,7 +82,6 @@ class DefinitionStore:
                                    rejected=[d for d in builtin if not d.valid])
         self.folders = [Path(p) for p in folders or []]
         self.sources: dict[str, SourceState] = {str(p): SourceState(str(p)) for p in self.folders}
-        self.extra: dict[str, SourceState] = {}  # cluster sources, by name
         self.reloads = {"ok": 0, "failed": 0}
         self.listeners: list[Callable[[], None]] = []
         self.registry = Registry.of(self.builtin.served)
@@ -101,7 +99,6 @@ class DefinitionStore:
 
     def _publish(self, changed: SourceState) -> None:
         layers = [self.builtin.served] + [self.sources[str(p)].served for p in self.folders]
-        layers += [s.served for s in self.extra.values()]
         self.registry = Registry.of(*layers)
         bad = changed.rejected or changed.problems
         self.reloads["failed" if bad else "ok"] += 1
@@ -116,7 +113,7 @@ class DefinitionStore:
 
     # -- views ---------------------------------------------------------------------------
     def all_states(self) -> list[SourceState]:
-        return [self.builtin] + [self.sources[str(p)] for p in self.folders] + list(self.extra.values())
+        return [self.builtin] + [self.sources[str(p)] for p in self.folders]
 
     def summaries(self) -> list[dict[str, Any]]:
         reg = self.registry
