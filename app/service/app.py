@@ -1,8 +1,12 @@
 """The HTTP API (api-contract.md): interpret manifests, list and validate definitions.
 
-Request flow: body (bounded by the middleware) -> parse JSON/YAML -> envelope or raw
-manifest -> definition (inline, or the registry by exact GVK) -> evaluator (in-process for
-the built-in catalog, supervised worker for anything else) -> contract JSON or problem+json.
+Request flow: body (bounded by the middleware) -> caller authenticated (with --auth
+kubernetes) -> parse JSON/YAML -> envelope, raw manifest or reference to a live object ->
+definition (inline, or the registry by exact GVK) -> evaluator (in-process for the built-in
+catalog, supervised worker for anything else) -> contract JSON or problem+json.
+
+With a cluster (cluster.py): definitions also come from ConfigMaps and Karta resources, and
+/workloads reads live objects and their pods, each read authorized for the caller.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from .. import __version__
+from ..cluster.access import AccessUnavailable, Unauthenticated
+from ..cluster.kube import Resource
+from ..cluster.workloads import Allow, LookupFailed, allow_all
 from ..documents import DocumentError, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
@@ -35,6 +42,7 @@ from ..karta.validate import reference_text
 from . import metrics
 from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
 from .middleware import ServiceMiddleware
+from .cluster import Cluster
 from .models import (
     BatchRequest,
     BatchResponse,
@@ -43,17 +51,19 @@ from .models import (
     Health,
     Interpretation,
     InterpretRequest,
+    LiveInterpretation,
     Problem,
     ValidationResponse,
+    WorkloadList,
 )
 from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation, problem_body
-from .settings import Settings
+from .settings import Settings, auth_mode, cluster_enabled
 from .store import DefinitionStore, summary
 
 JSON = "application/json"
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
 PROBLEMS = {code: {"model": Problem, "content": {"application/problem+json": {}}} for code in
-            (400, 404, 409, 413, 415, 422, 500, 501)}
+            (400, 401, 403, 404, 409, 413, 415, 422, 500, 501, 503)}
 
 
 def _media_type(request: Request) -> str:
@@ -95,7 +105,12 @@ class Service:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.store = DefinitionStore(settings.definitions)
+        self.cluster_wanted = cluster_enabled(settings)
+        if auth_mode(settings) == "kubernetes" and not self.cluster_wanted:
+            raise ValueError("--auth kubernetes needs cluster access: give --kubeconfig, or run in a pod")
+        self.store = DefinitionStore(settings.definitions,
+                                     Cluster.source_keys(settings) if self.cluster_wanted else None)
+        self.cluster: Cluster | None = None
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline)
         self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
         self.ready = False
@@ -151,11 +166,11 @@ class Service:
                 raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
                                    [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
                                     for err in e.errors()]) from None
-        if env.ref is not None:
-            raise ProblemError(501, "no-cluster", "No cluster configured",
-                               "object references need cluster access; this service runs without a cluster "
-                               "(start it with --kubeconfig, or in a cluster)")
         obj = env.object
+        if env.ref is not None:
+            if env.object is not None:
+                raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
+            obj = await self.fetch_ref(env.ref.model_dump(), request_state)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
         if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
@@ -166,6 +181,12 @@ class Service:
         pods = env.pods
         if pods is not None and not all(isinstance(p, dict) for p in pods):
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
+        result = await self.evaluate(d, obj, pods)
+        if request_state is not None:
+            request_state["phase"] = result["status"]["phase"]
+        return result
+
+    async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         try:
             result = await self.evaluator.interpret(d, obj, pods)
         except InterpretationError as e:
@@ -179,11 +200,71 @@ class Service:
         except EvaluationCrashed as e:
             metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
-        phase = result["status"]["phase"]
-        metrics.INTERPRETATIONS.labels(d.name, phase).inc()
-        if request_state is not None:
-            request_state["phase"] = phase
+        metrics.INTERPRETATIONS.labels(d.name, result["status"]["phase"]).inc()
         return result
+
+    # -- cluster ---------------------------------------------------------------------------
+    def need_cluster(self, what: str) -> Cluster:
+        if self.cluster is None:
+            raise ProblemError(501, "no-cluster", "No cluster configured",
+                               f"{what} need cluster access; this service runs without a cluster "
+                               "(start it with --kubeconfig, or in a cluster)")
+        return self.cluster
+
+    async def authenticate(self, scope: dict[str, Any]) -> None:
+        """Middleware hook (only with --auth kubernetes): the caller, from the bearer token."""
+        cluster = self.cluster
+        if cluster is None or cluster.access is None:
+            raise ProblemError(503, "not-ready", "Not ready", "the cluster connection is starting")
+        token = None
+        for name, value in scope.get("headers") or []:
+            if name == b"authorization":
+                scheme, _, rest = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and rest.strip():
+                    token = rest.strip()
+        challenge = {"WWW-Authenticate": 'Bearer realm="workload-map"'}
+        if token is None:
+            raise ProblemError(401, "unauthenticated", "Unauthorized",
+                               "a bearer token is required (Authorization: Bearer <token>)", headers=challenge)
+        try:
+            scope["state"]["caller"] = await cluster.access.authenticate(token)
+        except Unauthenticated as e:
+            raise ProblemError(401, "unauthenticated", "Unauthorized", str(e), headers=challenge) from None
+        except AccessUnavailable as e:
+            raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
+
+    def allow_for(self, state: dict[str, Any] | None) -> Allow:
+        cluster = self.cluster
+        caller = (state or {}).get("caller")
+        if cluster is None or cluster.access is None or caller is None:
+            return allow_all
+        access = cluster.access
+
+        async def allow(verb: str, res: Resource, namespace: str | None, name: str | None) -> bool:
+            try:
+                return await access.allowed(caller, verb, res, namespace, name)
+            except AccessUnavailable as e:
+                raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
+
+        return allow
+
+    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any] | None) -> dict[str, Any]:
+        cluster = self.need_cluster("object references")
+        try:
+            _, obj = await cluster.workloads.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"],
+                                                   self.allow_for(request_state))
+        except LookupFailed as e:
+            raise lookup_problem(e) from None
+        return obj
+
+
+_LOOKUP_TITLES = {403: "Forbidden", 404: "Not found", 409: "Ambiguous workload", 422: "Invalid request",
+                  503: "Service unavailable"}
+
+
+def lookup_problem(e: LookupFailed) -> ProblemError:
+    extra = {"candidates": e.candidates} if e.candidates else None
+    return ProblemError(e.status, e.slug, _LOOKUP_TITLES.get(e.status, "Error"), e.message, extra=extra)
 
 
 class _StateCollector:
@@ -219,6 +300,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await service.evaluator.start()
         watcher = asyncio.create_task(service.store.watch(service.stop)) if service.store.folders else None
+        if service.cluster_wanted:
+            service.cluster = await Cluster.connect(service.store, settings, service.evaluate)
+            service.cluster.start(service.stop)
         # The catalog, compiled programs and app objects live for the process: keep them out of
         # the collector's sight, so full collections stay short (they showed as p99 spikes).
         gc.collect()
@@ -233,6 +317,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await watcher
+            if service.cluster is not None:
+                await service.cluster.close()
             await service.evaluator.close()
 
     app = FastAPI(title="workload-map", version=__version__, lifespan=lifespan,
@@ -243,7 +329,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(Exception, on_unexpected)
-    app.add_middleware(ServiceMiddleware, max_body=settings.max_body_bytes, fast_interpret=service.interpret_body)
+    app.add_middleware(ServiceMiddleware, max_body=settings.max_body_bytes, fast_interpret=service.interpret_body,
+                       authenticate=service.authenticate if auth_mode(settings) == "kubernetes" else None)
     _STATE.store = service.store
 
     interpret_body = {
@@ -279,7 +366,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/definitions", response_model=DefinitionList, operation_id="listDefinitions", tags=["definitions"],
              summary="Every definition: source, digest, state and findings")
     async def list_definitions() -> Response:
-        return _dumps({"items": service.store.summaries()})
+        sources: list[dict[str, Any]] = [{"name": "builtin", "state": "static"}]
+        sources += [{"name": str(p), "state": "watching"} for p in service.store.folders]
+        if service.cluster is not None:
+            sources[1:1] = service.cluster.source_status()
+        return _dumps({"items": service.store.summaries(), "sources": sources})
 
     @app.get("/definitions/{name}", operation_id="getDefinition", tags=["definitions"], responses={
         200: {"description": "the Karta (JSON, or YAML with Accept: application/yaml)",
@@ -321,6 +412,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           "referenceText": reference_text(d.findings)})
         return _dumps({"items": items})
 
+    @app.get("/workloads/{namespace}/{name}", operation_id="getWorkload", response_model=LiveInterpretation,
+             responses=PROBLEMS, tags=["workloads"], summary="A live workload: interpretation plus its pods")
+    async def get_workload(namespace: str, name: str, request: Request, kind: str | None = None,
+                           apiVersion: str | None = None, pods: bool = True) -> Response:
+        """Without `kind`, every kind with a definition is looked up (404 when none has the name,
+        409 listing the candidates when several do).  `kind` takes a Kind, a plural, or either
+        qualified by group (`jobsets.jobset.x-k8s.io`).  Pods are those owned by the workload
+        through the controller owner-reference chain, placed on components and instances;
+        `pods=false` skips them (and the pods `list` permission they need)."""
+        cluster = service.need_cluster("live workloads")
+        state = request.scope["state"]
+        try:
+            result = await cluster.workloads.describe(namespace, name, kind, apiVersion, with_pods=pods,
+                                                      allow=service.allow_for(state))
+        except LookupFailed as e:
+            raise lookup_problem(e) from None
+        state["definition"], state["phase"] = result["definition"]["name"], result["status"]["phase"]
+        return _dumps(result)
+
+    @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList, responses=PROBLEMS,
+             tags=["workloads"], summary="One summary row per workload of every known kind")
+    async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None) -> Response:
+        """Top-level workloads (objects controlled by another known workload are left out) in a
+        namespace, or in all namespaces without `namespace`.  Kinds the caller may not list are
+        left out and named in `warnings`."""
+        cluster = service.need_cluster("live workloads")
+        result = await cluster.workloads.summaries(namespace or None, kind, allow=service.allow_for(request.scope["state"]))
+        request.scope["state"]["items"] = len(result["items"])
+        return _dumps(result)
+
     @app.get("/healthz", operation_id="healthz", response_model=Health, tags=["health"])
     async def healthz() -> Response:
         return _dumps({"status": "ok"})
@@ -331,6 +452,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not service.ready:
             return Response(orjson.dumps({"status": "not ready", "detail": "starting"}), status_code=503,
                             media_type=JSON)
+        if not service.store.ready():
+            waiting = [k for k, done in service.store.synced.items() if not done]
+            return Response(orjson.dumps({"status": "not ready", "definitions": served,
+                                          "detail": "waiting for the first sync of " + ", ".join(waiting)}),
+                            status_code=503, media_type=JSON)
         return _dumps({"status": "ok", "definitions": served})
 
     @app.get("/metrics", operation_id="metrics", tags=["health"], response_class=Response,

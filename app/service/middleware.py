@@ -37,6 +37,14 @@ def setup_logging(level: str = "INFO") -> None:
     root.propagate = False
 
 
+# Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none).
+PUBLIC = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
+
+
+def _public(path: str) -> bool:
+    return path in PUBLIC
+
+
 class _Route:
     """Stands in for the matched route of the fast path (the metric and log label)."""
 
@@ -54,8 +62,9 @@ class ServiceMiddleware:
     layers (a third of the CPU per request, measured), by the same `Service.interpret_body`
     the documented FastAPI route calls.  Everything else goes through FastAPI."""
 
-    def __init__(self, app: Any, max_body: int, fast_interpret: Any = None):
+    def __init__(self, app: Any, max_body: int, fast_interpret: Any = None, authenticate: Any = None):
         self.app, self.max_body, self.fast_interpret = app, max_body, fast_interpret
+        self.authenticate = authenticate  # (scope) -> None, raises ProblemError (401/503)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -112,6 +121,14 @@ class ServiceMiddleware:
             await send(msg)
 
         try:
+            if self.authenticate is not None and not _public(scope["path"]):
+                from .problems import ProblemError
+
+                try:
+                    await self.authenticate(scope)
+                except ProblemError as e:
+                    await self._problem(tracking_send, e, scope.get("path"))
+                    return
             if self.fast_interpret is not None and scope["path"] == "/interpret" and scope["method"] == "POST":
                 scope["route"] = _FAST_ROUTE
                 await self._fast(scope, body, tracking_send)
@@ -132,7 +149,7 @@ class ServiceMiddleware:
             body = orjson.dumps(await self.fast_interpret(raw, media, scope["state"]))
         except ProblemError as e:
             status, ctype = e.status, b"application/problem+json"
-            body = orjson.dumps(problem_body(e.status, e.slug, e.title, e.detail, scope.get("path"), e.errors))
+            body = orjson.dumps(e.body(scope.get("path")))
         except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
             logging.getLogger("wlmap.http").error("unhandled error on /interpret: %s: %s", type(e).__name__, e)
             status, ctype = 500, b"application/problem+json"
@@ -140,6 +157,13 @@ class ServiceMiddleware:
                                              "the server failed to process the request", scope.get("path")))
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _problem(self, send: Any, e: Any, path: str | None) -> None:
+        body = orjson.dumps(e.body(path))
+        headers = [(b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode())]
+        headers += [(k.lower().encode(), v.encode()) for k, v in e.headers.items()]
+        await send({"type": "http.response.start", "status": e.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
     async def _reject(self, scope: dict[str, Any], send: Any, info: dict[str, Any]) -> None:

@@ -205,6 +205,13 @@ class Interpretation(_M):
     live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
 
 
+class ObjectRefOut(_M):
+    apiVersion: str
+    kind: str
+    namespace: str
+    name: str
+
+
 # -- errors ------------------------------------------------------------------------------
 
 class ProblemError(_M):
@@ -223,6 +230,8 @@ class Problem(_M):
     detail: str
     instance: str | None = None
     errors: list[ProblemError] | None = None
+    candidates: list[ObjectRefOut] | None = Field(None, description="409 ambiguous-workload: the workloads that "
+                                                                    "share the name; repeat with kind and apiVersion")
 
 
 # -- requests ----------------------------------------------------------------------------
@@ -280,8 +289,44 @@ class DefinitionSummary(BaseModel):
     warnings: list[Finding]
 
 
+class SourceStatus(BaseModel):
+    name: str = Field(description="builtin, cluster (Karta custom resources), configmap, or a folder path")
+    state: Literal["static", "starting", "synced", "unavailable", "forbidden", "not-served", "watching"]
+    error: str | None = None
+    resourceVersion: str | None = None
+
+
 class DefinitionList(BaseModel):
     items: list[DefinitionSummary]
+    sources: list[SourceStatus] | None = Field(None, description="each definition source, lowest precedence first")
+
+
+# -- live workloads ----------------------------------------------------------------------
+
+class LiveInterpretation(Interpretation):
+    live: Live | None = Field(None, description="pods attributed by owner references (absent with pods=false)")
+
+
+class PodCounts(_M):
+    ready: int | None = Field(description="pods owned by the workload whose Ready condition is True (null when the "
+                                          "caller may not list pods)")
+    desired: int | None
+
+
+class WorkloadSummary(_M):
+    workload: WorkloadRef
+    phase: str | None
+    matched: list[str] | None = None
+    pods: PodCounts
+    gpus: int | None
+    definition: str | None = None
+    createdAt: str | None = None
+    error: str | None = Field(None, description="why this workload could not be interpreted")
+
+
+class WorkloadList(_M):
+    items: list[WorkloadSummary]
+    warnings: list[str] = Field(default_factory=list)
 
 
 class ValidationResult(BaseModel):

@@ -18,9 +18,14 @@ PROBLEM_JSON = "application/problem+json"
 class ProblemError(Exception):
     """Raise anywhere in a handler to answer with a problem document."""
 
-    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None):
+    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
+                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
         super().__init__(detail)
         self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
+        self.extra, self.headers = extra or {}, headers or {}
+
+    def body(self, instance: str | None) -> dict[str, Any]:
+        return {**problem_body(self.status, self.slug, self.title, self.detail, instance, self.errors), **self.extra}
 
 
 def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None = None,
@@ -35,7 +40,8 @@ _TITLES = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not 
 
 
 async def on_problem(request: Request, exc: ProblemError) -> Response:
-    return problem_response(exc.status, exc.slug, exc.title, exc.detail, request.url.path, exc.errors)
+    return Response(orjson.dumps(exc.body(request.url.path)), status_code=exc.status, media_type=PROBLEM_JSON,
+                    headers=exc.headers)
 
 
 async def on_http(request: Request, exc: StarletteHTTPException) -> Response:

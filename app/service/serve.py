@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 
 import uvicorn
 from fastapi import FastAPI
 
 from .middleware import setup_logging
-from .settings import Settings, settings_from_args
+from .settings import Settings, auth_mode, cluster_enabled, settings_from_args
 
 
 def app_from_env() -> FastAPI:
@@ -18,17 +19,17 @@ def app_from_env() -> FastAPI:
 
     settings = Settings.from_env()
     setup_logging(settings.log_level.upper())
-    unused = [f"--{n}" for n, v in (("kubeconfig", settings.kubeconfig), ("namespace", settings.namespace),
-                                    ("configmap-selector", settings.configmap_selector)) if v]
-    if unused or settings.auth != "none":
+    if not cluster_enabled(settings) and (settings.namespace or settings.configmap_selector or settings.configmap_name):
         logging.getLogger("wlmap").warning(
-            "cluster features (%s) are not available in this version: serving the built-in catalog and "
-            "--definitions folders only", ", ".join(unused + (["--auth kubernetes"] if settings.auth != "none" else [])))
+            "--namespace/--configmap-* have no effect without cluster access (--kubeconfig, or running in a pod)")
     return create_app(settings)
 
 
 def serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
+    if auth_mode(settings) == "kubernetes" and not cluster_enabled(settings):
+        print("error: --auth kubernetes needs cluster access: give --kubeconfig, or run in a pod", file=sys.stderr)
+        return 2
     os.environ.update(settings.to_env())
     setup_logging(settings.log_level.upper())
     uvicorn.run("app.service.serve:app_from_env", factory=True, host=settings.host, port=settings.port,

@@ -32,7 +32,9 @@ class Settings:
     kubeconfig: str | None = None
     namespace: str | None = None
     configmap_selector: str | None = None
-    auth: str = "none"
+    configmap_name: str | None = None
+    karta_resources: bool = True
+    auth: str = "auto"
     allow_inline_definitions: bool = True
     eval_deadline: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
@@ -53,6 +55,8 @@ class Settings:
         s.kubeconfig = _env("kubeconfig")
         s.namespace = _env("namespace")
         s.configmap_selector = _env("configmap_selector")
+        s.configmap_name = _env("configmap_name")
+        s.karta_resources = _bool(_env("karta_resources", "true"))
         s.auth = _env("auth", s.auth) or s.auth
         s.allow_inline_definitions = _bool(_env("allow_inline_definitions", "true"))
         s.eval_deadline = float(_env("eval_deadline", str(s.eval_deadline)) or s.eval_deadline)
@@ -72,6 +76,8 @@ class Settings:
                 **({"WLMAP_KUBECONFIG": self.kubeconfig} if self.kubeconfig else {}),
                 **({"WLMAP_NAMESPACE": self.namespace} if self.namespace else {}),
                 **({"WLMAP_CONFIGMAP_SELECTOR": self.configmap_selector} if self.configmap_selector else {}),
+                **({"WLMAP_CONFIGMAP_NAME": self.configmap_name} if self.configmap_name else {}),
+                "WLMAP_KARTA_RESOURCES": str(self.karta_resources).lower(),
                 "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
                 "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
@@ -86,11 +92,23 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=d.workers, help="HTTP worker processes (WLMAP_WORKERS)")
     p.add_argument("--definitions", action="append", default=list(d.definitions), metavar="DIR",
                    help="definition folders, watched for changes (WLMAP_DEFINITIONS, path-separated)")
-    p.add_argument("--kubeconfig", default=d.kubeconfig, help="kubeconfig for cluster features (WLMAP_KUBECONFIG)")
-    p.add_argument("--namespace", default=d.namespace, help="namespace of definition ConfigMaps (WLMAP_NAMESPACE)")
-    p.add_argument("--configmap-selector", default=d.configmap_selector,
-                   help="label selector of definition ConfigMaps (WLMAP_CONFIGMAP_SELECTOR)")
-    p.add_argument("--auth", choices=["none", "kubernetes"], default=d.auth, help="request authorization (WLMAP_AUTH)")
+    p.add_argument("--kubeconfig", default=d.kubeconfig,
+                   help="kubeconfig for cluster features (WLMAP_KUBECONFIG); in a pod the service account is used "
+                        "without it")
+    p.add_argument("--namespace", default=d.namespace,
+                   help="namespace of definition ConfigMaps (WLMAP_NAMESPACE; default: the pod's namespace, else the "
+                        "kubeconfig context's, else default)")
+    p.add_argument("--configmap-selector", default=d.configmap_selector, metavar="LABELS",
+                   help="label selector of definition ConfigMaps (WLMAP_CONFIGMAP_SELECTOR; default "
+                        "workload-map.dev/definitions)")
+    p.add_argument("--configmap-name", default=d.configmap_name, metavar="NAME",
+                   help="read definitions from this one ConfigMap instead of a selector (WLMAP_CONFIGMAP_NAME)")
+    p.add_argument("--karta-resources", type=_bool, default=d.karta_resources, metavar="true|false",
+                   help="also read Karta custom resources (kartas.run.ai) when that CRD is served "
+                        "(WLMAP_KARTA_RESOURCES; default true)")
+    p.add_argument("--auth", choices=["auto", "none", "kubernetes"], default=d.auth,
+                   help="request authorization (WLMAP_AUTH): kubernetes = bearer token checked with TokenReview and "
+                        "SubjectAccessReview; auto (default) = kubernetes when running in a pod, else none")
     p.add_argument("--allow-inline-definitions", type=_bool, default=d.allow_inline_definitions,
                    metavar="true|false", help="accept definitions inside requests (WLMAP_ALLOW_INLINE_DEFINITIONS)")
     p.add_argument("--eval-deadline", type=float, default=d.eval_deadline, metavar="SECONDS",
@@ -113,7 +131,25 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(host=args.host, port=args.port, workers=args.workers,
                     definitions=list(args.definitions) + list(getattr(args, "definition", []) or []),
                     kubeconfig=args.kubeconfig, namespace=args.namespace, configmap_selector=args.configmap_selector,
+                    configmap_name=args.configmap_name, karta_resources=args.karta_resources,
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
                     eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
                     jq_result_cache=args.jq_result_cache)
+
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{SA_DIR}/token")
+
+
+def cluster_enabled(s: Settings) -> bool:
+    return bool(s.kubeconfig) or in_cluster()
+
+
+def auth_mode(s: Settings) -> str:
+    if s.auth == "auto":
+        return "kubernetes" if in_cluster() else "none"
+    return s.auth

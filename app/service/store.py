@@ -1,9 +1,22 @@
 """The service's definitions: sources in precedence order, hot reload, last-good versions.
 
-Sources, lowest first: the built-in catalog, then each `--definitions` folder (watched).
-A reload never loses a good definition: a new version that is invalid (or a file that no
+Sources, lowest precedence first:
+
+1. `builtin`   - the catalog shipped in the package;
+2. `cluster`   - Karta custom resources (`kartas.run.ai`), when that CRD is served;
+3. `configmap` - ConfigMaps of the service's namespace picked by name or label selector;
+4. each `--definitions` folder, in the order given (watched).
+
+For a GVK the highest source with a valid definition wins wholesale, as upstream's cluster
+source replaces its catalog; two valid definitions for one GVK in the same source are
+ambiguous (409).  The order says: what an operator gives this service explicitly (its own
+ConfigMaps, its own folders) overrides what is shared cluster-wide, which overrides the catalog.
+
+A reload never loses a good definition: a new version that is invalid (or a document that no
 longer parses) keeps the last good version of that definition in service, and the problem is
-reported on GET /definitions, in a metric and in the log.  Readers always see one consistent `Registry` snapshot.
+reported on GET /definitions, in a metric, in the log and (for ConfigMaps) as a Kubernetes
+Event.  Deleting a definition lets the next source down (in the end the catalog) serve its
+GVK again.  Readers always see one consistent `Registry` snapshot.
 """
 
 from __future__ import annotations
@@ -20,6 +33,9 @@ from ..karta.load import Definition, NotAKarta, definitions_from_text, iter_defi
 from ..karta.registry import AmbiguousDefinition, Registry
 
 log = logging.getLogger("wlmap.definitions")
+
+CLUSTER = "cluster"
+CONFIGMAP = "configmap"
 
 
 @dataclass
@@ -76,14 +92,19 @@ def load_folder(path: Path) -> tuple[list[Definition], dict[str, str]]:
 
 
 class DefinitionStore:
-    def __init__(self, folders: list[str] | None = None):
+    def __init__(self, folders: list[str] | None = None, cluster_sources: list[str] | None = None):
         builtin = load_builtin()
         self.builtin = SourceState("builtin", served=[d for d in builtin if d.valid],
                                    rejected=[d for d in builtin if not d.valid])
         self.folders = [Path(p) for p in folders or []]
-        self.sources: dict[str, SourceState] = {str(p): SourceState(str(p)) for p in self.folders}
+        # precedence order, lowest first (the module docstring says why)
+        self.order = ["builtin"] + [k for k in (CLUSTER, CONFIGMAP) if k in (cluster_sources or [])] + \
+            [str(p) for p in self.folders]
+        self.sources: dict[str, SourceState] = {k: SourceState(k) for k in self.order}
+        self.sources["builtin"] = self.builtin
+        self.synced: dict[str, bool] = {k: False for k in cluster_sources or []}
         self.reloads = {"ok": 0, "failed": 0}
-        self.listeners: list[Callable[[], None]] = []
+        self.listeners: list[Callable[[SourceState], None]] = []
         self.registry = Registry.of(self.builtin.served)
         for p in self.folders:
             self.reload_folder(p)
@@ -91,15 +112,23 @@ class DefinitionStore:
     # -- sources -------------------------------------------------------------------------
     def reload_folder(self, path: Path) -> SourceState:
         loaded, unreadable = load_folder(path)
-        key = str(path)
+        return self.replace(str(path), loaded, unreadable)
+
+    def replace(self, key: str, loaded: list[Definition], unreadable: dict[str, str]) -> SourceState:
+        """A source's complete new contents (every definition it holds now)."""
         state = reconcile(self.sources.get(key, SourceState(key)), loaded, unreadable, key)
         self.sources[key] = state
+        if key in self.synced:
+            self.synced[key] = True
         self._publish(state)
         return state
 
+    def ready(self) -> bool:
+        """Every cluster source has completed its first sync."""
+        return all(self.synced.values())
+
     def _publish(self, changed: SourceState) -> None:
-        layers = [self.builtin.served] + [self.sources[str(p)].served for p in self.folders]
-        self.registry = Registry.of(*layers)
+        self.registry = Registry.of(*(self.sources[k].served for k in self.order))
         bad = changed.rejected or changed.problems
         self.reloads["failed" if bad else "ok"] += 1
         for d in changed.rejected:
@@ -107,13 +136,13 @@ class DefinitionStore:
             kept = " (last good version kept)" if any(s.name == d.name for s in changed.served) else ""
             log.warning("definition %s from %s is invalid%s: %s", d.name or "?", d.origin, kept, first)
         for p in changed.problems:
-            log.warning("definition file unreadable (last good version kept): %s", p)
+            log.warning("definition source unreadable (last good version kept): %s", p)
         for fn in self.listeners:
-            fn()
+            fn(changed)
 
     # -- views ---------------------------------------------------------------------------
     def all_states(self) -> list[SourceState]:
-        return [self.builtin] + [self.sources[str(p)] for p in self.folders]
+        return [self.sources[k] for k in self.order]
 
     def summaries(self) -> list[dict[str, Any]]:
         reg = self.registry

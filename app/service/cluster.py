@@ -1,0 +1,90 @@
+"""The service's cluster side: one API connection, the definition watchers, live workloads, access.
+
+Started in the app's lifespan when a kubeconfig is given or the service runs in a pod.  The
+API server may be down at start: the built-in catalog and folders are served meanwhile, the
+watchers keep retrying, and /readyz turns ready after their first sync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..cluster.access import Access
+from ..cluster.kube import Kube
+from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
+from ..cluster.workloads import Interpret, Workloads
+from .settings import SA_DIR, Settings, auth_mode
+from .store import DefinitionStore
+
+log = logging.getLogger("wlmap.cluster")
+
+
+def _kubeconfig_namespace(path: str | None) -> str | None:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) if path else None
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    current = doc.get("current-context")
+    for c in doc.get("contexts") or []:
+        if isinstance(c, dict) and c.get("name") == current:
+            return (c.get("context") or {}).get("namespace")
+    return None
+
+
+def service_namespace(s: Settings) -> str:
+    if s.namespace:
+        return s.namespace
+    try:
+        return Path(f"{SA_DIR}/namespace").read_text().strip()
+    except OSError:
+        pass
+    return _kubeconfig_namespace(s.kubeconfig) or "default"
+
+
+class Cluster:
+    def __init__(self, kube: Kube, store: DefinitionStore, settings: Settings, interpret: Interpret):
+        self.kube, self.store, self.settings = kube, store, settings
+        self.namespace = service_namespace(settings)
+        self.sources: list[WatchedSource] = []
+        if settings.karta_resources:
+            self.sources.append(KartaSource(kube, store))
+        self.sources.append(ConfigMapSource(kube, store, self.namespace, name=settings.configmap_name,
+                                            selector=settings.configmap_selector))
+        self.workloads = Workloads(kube, lambda: store.registry, interpret)
+        self.access = Access(kube) if auth_mode(settings) == "kubernetes" else None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @staticmethod
+    def source_keys(settings: Settings) -> list[str]:
+        from .store import CLUSTER, CONFIGMAP
+
+        return ([CLUSTER] if settings.karta_resources else []) + [CONFIGMAP]
+
+    @classmethod
+    async def connect(cls, store: DefinitionStore, settings: Settings, interpret: Interpret) -> Cluster:
+        kube = await Kube.connect(settings.kubeconfig)
+        return cls(kube, store, settings, interpret)
+
+    def start(self, stop: asyncio.Event) -> None:
+        for src in self.sources:
+            self._tasks.append(asyncio.create_task(src.run(stop), name=f"watch-{src.key}"))
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        await self.kube.close()
+
+    def source_status(self) -> list[dict[str, Any]]:
+        return [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version}
+                for s in self.sources]
