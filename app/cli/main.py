@@ -1,7 +1,10 @@
-"""`wlmap`: interpret workloads offline, list/show/validate/test definitions, serve the API.
+"""`wlmap`: interpret workloads offline, list/show/validate/test definitions, describe and list
+live workloads through a kubeconfig, serve the API.
 
 Exit codes: 0 ok; 1 a result is an error (invalid definition, failed interpretation, failed
-case); 2 usage, or an input that cannot be read or parsed; 4 no definition covers a workload.
+case), or the cluster could not be reached or refused; 2 usage, or an input that cannot be read
+or parsed; 3 a live workload (or its type) is not in the cluster; 4 no definition covers a
+workload.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ..karta.load import Definition, NotAKarta, definitions_from_text, load_buil
 from ..karta.registry import AmbiguousDefinition, Registry
 from . import render
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_DEFINITION = 0, 1, 2, 4
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NO_DEFINITION = 0, 1, 2, 3, 4
 
 
 class CliError(Exception):
@@ -263,6 +266,20 @@ def cmd_test(args: argparse.Namespace) -> int:
     return EXIT_FAIL if failed else EXIT_OK
 
 
+# -- describe, get (live) ------------------------------------------------------------------
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from .live import cmd_describe as run  # imported late: live.py builds on this module
+
+    return run(args)
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    from .live import cmd_get as run
+
+    return run(args)
+
+
 # -- serve ---------------------------------------------------------------------------------
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -305,6 +322,34 @@ def parser() -> argparse.ArgumentParser:
     dt.add_argument("dir", nargs="?", default="definitions")
     dt.add_argument("-v", "--verbose", action="store_true")
     dt.set_defaults(func=cmd_test)
+
+    live = argparse.ArgumentParser(add_help=False, parents=[common])
+    live.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
+                                                           "or the pod's service account)")
+    live.add_argument("--context", metavar="CTX", help="kubeconfig context (default: its current context)")
+    live.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
+                      help="time limit of one evaluation with a definition that is not built in (default 10)")
+    ns_help = "namespace (default: the kubeconfig context's, else default)"
+    de = sub.add_parser("describe", parents=[live], help="one live workload: components, instances, pods, resources",
+                        description="Exit codes: 0 ok, 1 cluster or authorization error, 2 usage, 3 workload or "
+                                    "its type not in the cluster, 4 no definition covers the type.")
+    de.add_argument("target", metavar="TYPE[/NAME]",
+                    help="TYPE: a Kind or plural, optionally qualified by group (jobset, jobsets.jobset.x-k8s.io)")
+    de.add_argument("name", nargs="?", metavar="NAME", help="the workload's name, unless given as TYPE/NAME")
+    de.add_argument("-n", "--namespace", help=ns_help)
+    de.add_argument("-o", "--output", choices=["tree", "json", "yaml"], default="tree",
+                    help="json/yaml: what GET /workloads/{namespace}/{name} returns")
+    de.set_defaults(func=cmd_describe)
+    ge = sub.add_parser("get", parents=[live], help="list live workloads of every known type (or of one TYPE)",
+                        description="Exit codes: 0 ok (also when none is found), 1 cluster or authorization "
+                                    "error, 2 usage, 4 no definition covers TYPE.")
+    ge.add_argument("kind", nargs="?", metavar="TYPE", help="only this type (Kind or plural, optionally .group)")
+    where = ge.add_mutually_exclusive_group()
+    where.add_argument("-n", "--namespace", help=ns_help)
+    where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    ge.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table",
+                    help="json/yaml: what GET /workloads returns")
+    ge.set_defaults(func=cmd_get)
 
     s = sub.add_parser("serve", parents=[common], help="serve the HTTP API (built-in catalog, no cluster by default)")
     from ..service.settings import add_serve_arguments

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -271,7 +271,8 @@ class Kube:
 
     async def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None,
                     label_selector: str | None = None, field_selector: str | None = None,
-                    timeout_seconds: int = 240) -> AsyncIterator[dict[str, Any]]:
+                    timeout_seconds: int = 240,
+                    on_connected: Callable[[], None] | None = None) -> AsyncIterator[dict[str, Any]]:
         """Events `{type, object}` until the server ends the watch (timeout_seconds).
 
         Raises `Gone` on 410 (as an HTTP status or an ERROR event): the caller lists again.
@@ -286,6 +287,8 @@ class Kube:
         try:
             if not 200 <= resp.status < 300:
                 raise _error(resp.status, await resp.read(), f"watch {res.path(namespace)}")
+            if on_connected is not None:
+                on_connected()
             buf = b""
             try:
                 async for chunk in resp.content.iter_any():

@@ -64,30 +64,39 @@ class WatchedSource:
     # -- the loop -------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
         flusher = asyncio.create_task(self._flush_loop(stop))
-        backoff = Backoff()
+        backoff, forbidden = Backoff(), Backoff(base=1.0, cap=30.0)
+        need_list = True
         try:
             while not stop.is_set():
                 try:
-                    await self._list()
+                    if need_list:
+                        await self._list()
+                        need_list = False
+                    await self._watch(stop)  # returns when the server ends the watch: resume from our version
                     backoff.reset()
-                    await self._watch_until_gone(stop)
+                    forbidden.reset()
                 except Gone:
-                    log.info("%s: resourceVersion %s expired; listing again", self.key, self.resource_version)
-                    continue
+                    log.info("%s: resourceVersion %s is too old; listing again", self.key, self.resource_version)
+                    need_list = True
                 except NotFound:
+                    need_list = True
                     await self._not_served()
                     await _sleep(stop, 10.0)  # wait for the CRD to be installed
-                    continue
                 except Forbidden as e:
+                    # RBAC may be fixed any time, and a restarting API server briefly denies
+                    # everything until its authorizer has synced: retry soon, then less often
+                    # (resuming the watch if the list was done: our state is still valid).
                     self._set_state("forbidden", str(e))
-                    await _sleep(stop, 30.0)
-                    continue
+                    await _sleep(stop, forbidden.next())
                 except KubeError as e:
+                    # Server restarting or connection dropped: resume the watch from the last version
+                    # seen (the server answers 410 if it cannot, and we list again then).
                     self.reconnects += 1
                     self._set_state("unavailable", str(e))
                     await _sleep(stop, backoff.next())
                 except Exception as e:  # never let a bug end the loop: the last good definitions stay
                     log.exception("%s: unexpected error in the watch loop", self.key)
+                    need_list = True
                     self._set_state("unavailable", f"{type(e).__name__}: {e}")
                     await _sleep(stop, backoff.next())
         finally:
@@ -102,25 +111,25 @@ class WatchedSource:
         self._set_state("synced", None)
         await self._apply()  # at once: readiness waits for this first sync
 
-    async def _watch_until_gone(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            # Jitter the server-side timeout so many replicas do not re-watch in step.
-            timeout = self.watch_timeout + random.randint(0, self.watch_timeout // 4)
-            async for ev in self.kube.watch(self.resource, self.namespace, resource_version=self.resource_version,
-                                            label_selector=self.label_selector,
-                                            field_selector=self.field_selector, timeout_seconds=timeout):
-                obj = ev.get("object") or {}
-                meta = obj.get("metadata") or {}
-                self.resource_version = meta.get("resourceVersion") or self.resource_version
-                kind = ev.get("type")
-                if kind in ("ADDED", "MODIFIED"):
-                    self.objects[meta["name"]] = obj
-                    self._dirty.set()
-                elif kind == "DELETED":
-                    self.objects.pop(meta.get("name"), None)
-                    self._dirty.set()
-                if stop.is_set():
-                    return
+    async def _watch(self, stop: asyncio.Event) -> None:
+        # Jitter the server-side timeout so many replicas do not re-watch in step.
+        timeout = self.watch_timeout + random.randint(0, self.watch_timeout // 4)
+        events = self.kube.watch(self.resource, self.namespace, resource_version=self.resource_version,
+                                 label_selector=self.label_selector, field_selector=self.field_selector,
+                                 timeout_seconds=timeout, on_connected=lambda: self._set_state("synced", None))
+        async for ev in events:
+            obj = ev.get("object") or {}
+            meta = obj.get("metadata") or {}
+            self.resource_version = meta.get("resourceVersion") or self.resource_version
+            kind = ev.get("type")
+            if kind in ("ADDED", "MODIFIED"):
+                self.objects[meta["name"]] = obj
+                self._dirty.set()
+            elif kind == "DELETED":
+                self.objects.pop(meta.get("name"), None)
+                self._dirty.set()
+            if stop.is_set():
+                return
 
     async def _flush_loop(self, stop: asyncio.Event) -> None:
         while True:

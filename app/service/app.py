@@ -370,6 +370,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sources += [{"name": str(p), "state": "watching"} for p in service.store.folders]
         if service.cluster is not None:
             sources[1:1] = service.cluster.source_status()
+        for src in sources:
+            state = service.store.sources.get(src["name"])
+            src["problems"] = list(state.problems) if state else []
         return _dumps({"items": service.store.summaries(), "sources": sources})
 
     @app.get("/definitions/{name}", operation_id="getDefinition", tags=["definitions"], responses={

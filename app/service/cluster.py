@@ -86,5 +86,5 @@ class Cluster:
         await self.kube.close()
 
     def source_status(self) -> list[dict[str, Any]]:
-        return [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version}
-                for s in self.sources]
+        return [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version,
+                 "objects": len(s.objects), "relists": s.relists, "reconnects": s.reconnects} for s in self.sources]

@@ -163,5 +163,9 @@ class Evaluator:
                         pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         if self.isolated(d):
             assert self.pool is not None
-            return await self.pool.interpret(d, obj, pods)
+            result = await self.pool.interpret(d, obj, pods)
+            # Workers keep definitions by digest; the same content can come from several sources
+            # (a ConfigMap copy of a Karta resource), so name the one that was actually resolved.
+            result["definition"] = {"name": d.name, "source": d.source, "digest": d.digest}
+            return result
         return interpret(obj, d, pods)

@@ -294,6 +294,11 @@ class SourceStatus(BaseModel):
     state: Literal["static", "starting", "synced", "unavailable", "forbidden", "not-served", "watching"]
     error: str | None = None
     resourceVersion: str | None = None
+    objects: int | None = Field(None, description="ConfigMaps or Karta resources currently read")
+    relists: int | None = Field(None, description="full lists so far (the first, then one per 410 Gone)")
+    reconnects: int | None = Field(None, description="watches resumed after a broken connection")
+    problems: list[str] = Field(default_factory=list, description="documents that could not be read (the last "
+                                                                  "good definitions they held stay in service)")
 
 
 class DefinitionList(BaseModel):

@@ -105,7 +105,7 @@ class ApiServer:
         if self.apiserver is not None:
             self.apiserver.terminate()
             try:
-                self.apiserver.wait(15)
+                self.apiserver.wait(3)  # graceful shutdown waits for open watches; do not wait that long
             except subprocess.TimeoutExpired:
                 self.apiserver.kill()
                 self.apiserver.wait()

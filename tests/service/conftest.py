@@ -25,7 +25,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, *args: str, env: dict[str, str] | None = None, wait: str = "/readyz"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         wlmap = Path(sys.executable).parent / "wlmap"
@@ -39,7 +39,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.output()}")
             try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                if httpx.get(self.url + wait, timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -1,0 +1,421 @@
+"""`wlmap describe` and `wlmap get`: live workloads straight from a kubeconfig, no service.
+
+Both run the service's own `Workloads` code, so `-o json` prints exactly what GET /workloads
+returns.  `Workloads` is written for a service: it reads a kind it cannot discover as "not
+served", an object it may not read as "not found", and leaves out kinds it may not list with a
+warning.  A person at a terminal should rather hear that the cluster could not be reached or
+refused, so the CLI watches the API calls (`_Kube`) and turns those into exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..cluster.kube import Forbidden, Gone, Kube, KubeError, NotFound, Resource
+from ..cluster.workloads import LookupFailed, Workloads
+from ..engine.interpret import InterpretationError
+from . import render
+from .main import (EXIT_FAIL, EXIT_NO_DEFINITION, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CliError, _dump_json,
+                   build_registry)
+
+SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+class _Kube(Kube):
+    """A Kube that remembers what the API server refused (403) or failed to answer."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.denied: list[Forbidden] = []
+        self.failures: list[KubeError] = []
+        self.listed: set[Resource] = set()  # lists that succeeded
+
+    async def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().request(method, path, *args, **kwargs)
+        except Forbidden as e:
+            self.denied.append(e)
+            raise
+        except (NotFound, Gone):
+            raise
+        except KubeError as e:
+            self.failures.append(e)
+            raise
+
+    async def list(self, res: Resource, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = await super().list(res, *args, **kwargs)
+        self.listed.add(res)
+        return out
+
+    def check(self) -> None:
+        """No answer at all, or rejected credentials: nothing read can be trusted (exit 1).
+        Other failures (a broken aggregated API group, say) only become warnings."""
+        for e in self.failures:
+            if e.status == 0:
+                raise CliError(e.message, EXIT_FAIL)
+            if e.status == 401:
+                raise CliError("the API server rejected the credentials (Unauthorized)", EXIT_FAIL)
+
+    def warnings(self) -> list[str]:
+        return sorted({e.message for e in self.failures})
+
+
+# -- shared plumbing -----------------------------------------------------------------------
+
+def default_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace of the kubeconfig's (current) context, else the pod's, else `default`."""
+    paths = [kubeconfig] if kubeconfig else \
+        [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
+    current, contexts = context, {}
+    for p in paths:  # merged as kubectl does: the first file to set a value wins
+        try:
+            doc = yaml.safe_load(Path(p).read_text())
+        except (OSError, yaml.YAMLError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        current = current or doc.get("current-context")
+        for c in doc.get("contexts") or []:
+            if isinstance(c, dict) and c.get("name") not in contexts:
+                contexts[c.get("name")] = c.get("context") or {}
+    ns = (contexts.get(current) or {}).get("namespace")
+    if ns:
+        return str(ns)
+    with contextlib.suppress(OSError):
+        return Path(SA_NAMESPACE).read_text().strip() or "default"
+    return "default"
+
+
+@contextlib.asynccontextmanager
+async def _session(args: argparse.Namespace) -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
+    """A connection and a `Workloads` over built-in + --definition definitions.  Built-in ones
+    run in-process; the others in a worker stopped at --eval-deadline (as `wlmap interpret`).
+    The third item records the last object interpreted (describe shows its age)."""
+    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+
+    registry = build_registry(args.definition)
+    if args.kubeconfig and not Path(args.kubeconfig).is_file():
+        raise CliError(f"--kubeconfig {args.kubeconfig}: no such file", EXIT_FAIL)
+    try:
+        kube = await _Kube.connect(args.kubeconfig, args.context)
+    except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
+        raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
+    isolate = any(d.source != "builtin" for d in registry.all())
+    ev = Evaluator("untrusted" if isolate else "none", 1, args.eval_deadline)
+    seen: dict[str, Any] = {}
+
+    async def interpret(d: Any, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+        seen["object"] = obj
+        return await ev.interpret(d, obj, pods)
+
+    await ev.start()
+    try:
+        yield kube, Workloads(kube, lambda: registry, interpret), seen
+    except KubeError as e:
+        kube.check()
+        raise CliError(e.message, EXIT_FAIL) from None
+    except (InterpretationError, EvaluationTimeout, EvaluationCrashed) as e:
+        raise CliError(str(e), EXIT_FAIL) from None
+    finally:
+        await ev.close()
+        await kube.close()
+
+
+def _lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
+    kube.check()
+    if e.status == 404 and e.slug == "no-definition":
+        return CliError(e.message, EXIT_NO_DEFINITION)
+    if e.slug == "workload-not-found" and kube.denied:
+        # A kind we may not read may well hold the name: say so rather than "not found".
+        return CliError(kube.denied[0].message, EXIT_FAIL)
+    if e.status == 404:
+        return CliError(e.message, EXIT_NOT_FOUND)
+    if e.status == 409:
+        retry = "".join(f"\n  {c['kind'].lower()}.{c['apiVersion'].rpartition('/')[0] or c['apiVersion']}/"
+                        f"{c['name']}" for c in e.candidates)
+        return CliError(e.message + (f"; one of:{retry}" if retry else ""), EXIT_USAGE)
+    if e.status == 422:
+        return CliError(e.message, EXIT_USAGE)
+    if e.slug == "service-forbidden" and kube.denied:
+        return CliError(kube.denied[-1].message, EXIT_FAIL)  # the API server's own words
+    return CliError(e.message, EXIT_FAIL)
+
+
+def _output(value: Any, fmt: str) -> None:
+    if fmt == "json":
+        print(_dump_json(value))
+    else:
+        print(yaml.safe_dump(value, sort_keys=False, allow_unicode=True), end="")
+
+
+def _warn(messages: list[str]) -> None:
+    for m in messages:
+        print(f"warning: {m}", file=sys.stderr)
+
+
+def age(created: str | None, now: datetime | None = None) -> str:
+    """kubectl's human duration (apimachinery `duration.HumanDuration`)."""
+    if not created:
+        return "<unknown>"
+    try:
+        t = datetime.fromisoformat(created)
+    except ValueError:
+        return "<unknown>"
+    s = int(((now or datetime.now(UTC)) - t).total_seconds())
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    m, h = s // 60, s // 3600
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if m < 180:
+        return f"{m}m"
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    if h < 24 * 8:
+        return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
+    if h < 24 * 365 * 2:
+        return f"{h // 24}d"
+    if h < 24 * 365 * 8:
+        y, d = h // 24 // 365, h // 24 % 365
+        return f"{y}y{d}d" if d else f"{y}y"
+    return f"{h // 24 // 365}y"
+
+
+# -- describe ------------------------------------------------------------------------------
+
+def split_target(target: str, name: str | None) -> tuple[str, str]:
+    """`TYPE/NAME` or `TYPE NAME`, as kubectl takes them."""
+    kind, slash, inline = target.partition("/")
+    if slash and name is not None:
+        raise CliError(f'NAME given twice: "{target}" and "{name}"')
+    if slash and not inline:
+        raise CliError(f'NAME is empty in "{target}"')
+    if name is not None and "/" in name:
+        raise CliError(f'NAME must not contain "/": "{name}"')
+    if not kind:
+        raise CliError("a TYPE is required: give it as TYPE/NAME or as TYPE NAME")
+    name = inline if slash else name
+    if not name:
+        raise CliError("a NAME is required: give it as TYPE/NAME or as TYPE NAME")
+    return kind, name
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    kind, name = split_target(args.target, args.name)
+    ns = args.namespace or default_namespace(args.kubeconfig, args.context)
+    result, obj, warnings = asyncio.run(_describe(args, kind, name, ns))
+    if args.output == "tree":
+        print("\n".join(describe_lines(result, (obj.get("metadata") or {}).get("creationTimestamp"))))
+        warnings = (result.get("warnings") or []) + warnings
+    else:
+        _output(result, args.output)
+    _warn(warnings)
+    return EXIT_OK
+
+
+async def _describe(args: argparse.Namespace, kind: str, name: str,
+                    ns: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    async with _session(args) as (kube, workloads, seen):
+        try:
+            kinds = await workloads.known(kind)
+            kube.check()
+            if not kinds:
+                raise CliError(f'no Karta definition covers "{kind}"', EXIT_NO_DEFINITION)
+            if all(k.resource is None for k in kinds):
+                g, v, k = kinds[0].gvk
+                raise CliError(f"{k} ({g + '/' if g else ''}{v}) is not served by this cluster", EXIT_NOT_FOUND)
+            result = await workloads.describe(ns, name, kind)
+        except LookupFailed as e:
+            served = {k.gvk[2] for k in kinds if k.resource is not None}
+            if e.slug == "workload-not-found" and len(served) == 1:  # say which kind, as kubectl does
+                e.message = f'{served.pop()} "{name}" not found in namespace {ns}'
+            raise _lookup_error(e, kube) from None
+        return result, seen.get("object") or {}, kube.warnings()
+
+
+Row = tuple[str, list[str], list["Row"]]  # label, cells, child rows
+
+
+def _draw(rows: list[Row], prefix: str = "") -> list[list[str]]:
+    """kubectl-tree style ASCII branches, so the output stays plain and greppable."""
+    out: list[list[str]] = []
+    for n, (label, cells, children) in enumerate(rows):
+        last = n == len(rows) - 1
+        out.append([prefix + ("`-- " if last else "|-- ") + label, *cells])
+        out += _draw(children, prefix + ("    " if last else "|   "))
+    return out
+
+
+def _gpu(n: int | None) -> str:
+    return f"gpu: {n}" if n else ""
+
+
+def _live_tree(result: dict[str, Any]) -> list[Row]:
+    """Components, then their instances (when they have ids), then pods; pods before child
+    components.  A root that bears pods itself is a row of its own, its children beside it."""
+    pods: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    for p in (result.get("live") or {}).get("pods") or []:
+        pods.setdefault((p["component"], p["instance"]), []).append(p)
+
+    def pod_row(p: dict[str, Any], inst: dict[str, Any]) -> Row:
+        state = p.get("phase") or "Unknown"
+        reason = p.get("reason") or p.get("containerReason")
+        if not p.get("ready") and reason:
+            state += f" ({reason})"
+        return p["name"], [state, _gpu((inst.get("pod") or {}).get("gpus")), p.get("node") or "<none>"], []
+
+    def count(node: dict[str, Any], children: bool) -> tuple[int, int, set[str]]:
+        """Ready, desired and nodes of a component: its own instances' plus its children's."""
+        ready = desired = 0
+        nodes: set[str] = set()
+        for i in node["instances"] if node["podBearing"] else []:
+            lv = i.get("live") or {}
+            ready, desired = ready + lv.get("ready", 0), desired + i["totals"]["pods"]
+            nodes |= set(lv.get("nodes") or [])
+        for c in node["children"] if children else []:
+            c_ready, c_desired, c_nodes = count(c, True)
+            ready, desired, nodes = ready + c_ready, desired + c_desired, nodes | c_nodes
+        return ready, desired, nodes
+
+    def component(node: dict[str, Any], root: bool = False) -> Row:
+        name, instances = node["name"], node["instances"]
+        ready, desired, nodes = count(node, not root)
+        gpus = sum(i["totals"]["gpus"] for i in instances) if root else node["totals"]["gpus"]
+        below: list[Row] = []
+        if root:  # the engine places all the root's pods on its first instance
+            below = [pod_row(p, instances[0]) for (c, _), ps in pods.items() if c == name for p in ps]
+        elif any(i["id"] is not None for i in instances):
+            below = [pod_row(p, {}) for p in pods.get((name, None), [])]
+            for i in instances:
+                lv = i.get("live") or {}
+                below.append((str(i["id"]), [f"{lv.get('ready', 0)}/{i['totals']['pods']} ready",
+                                             _gpu(i["totals"]["gpus"]), ",".join(lv.get("nodes") or [])],
+                              [pod_row(p, i) for p in pods.get((name, i["id"]), [])]))
+        elif instances:
+            below = [pod_row(p, instances[0]) for p in pods.get((name, instances[0]["id"]), [])]
+        if not root:
+            below += [component(c) for c in node["children"]]
+        return name, [f"{ready}/{desired} ready", _gpu(gpus), ",".join(sorted(nodes))], below
+
+    tree = result["tree"]
+    return ([component(tree, root=True)] if tree["podBearing"] else []) + [component(c) for c in tree["children"]]
+
+
+def describe_lines(result: dict[str, Any], created: str | None = None) -> list[str]:
+    """Header, the live tree, phase, resources table."""
+    w, d, st = result["workload"], result["definition"], result["status"]
+    head = [f"{w['kind']}/{w['name']}", f"namespace: {w.get('namespace') or '<none>'}",
+            f"definition: {d['name']} ({d['source']})"]
+    if created:
+        head.append(f"age: {age(created)}")
+    out = ["   ".join(head)]
+    rows = _draw(_live_tree(result))
+    if rows:
+        out += [""] + render._table(rows)
+    live = result.get("live") or {}
+    phase = f"Phase: {st['phase']}"
+    if len(st.get("matched") or []) > 1:
+        phase += f"   (matched: {','.join(st['matched'])})"
+    if live.get("deleting"):
+        phase += "   (deleting)"
+    if live.get("stale"):
+        phase += "   (stale: the controller has not observed the latest spec)"
+    out += ["", phase] + render.gang_lines(result.get("gang") or {})
+    if live.get("unplaced"):
+        out.append(f"Not placed on a component: {', '.join(live['unplaced'])}")
+    out += ["", "Resources:"] + render._table(resource_rows(result))
+    return out
+
+
+def resource_rows(result: dict[str, Any]) -> list[list[str]]:
+    """One row per pod-bearing component (per instance when it has several), then TOTAL."""
+    rows = [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"]]
+
+    def row(label: str, t: dict[str, Any]) -> list[str]:
+        req = t["requests"]
+        return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")]
+
+    def walk(node: dict[str, Any]) -> None:
+        if node["podBearing"]:
+            insts = node["instances"]
+            if len(insts) == 1 and insts[0]["id"] is None:
+                rows.append(row(node["name"], insts[0]["totals"]))
+            else:
+                rows.extend(row(f"{node['name']}/{i['id']}", i["totals"]) for i in insts)
+        for c in node["children"]:
+            walk(c)
+
+    walk(result["tree"])
+    rows.append(row("TOTAL", result["totals"]))
+    return rows
+
+
+# -- get -----------------------------------------------------------------------------------
+
+def cmd_get(args: argparse.Namespace) -> int:
+    if args.kind and "/" in args.kind:
+        raise CliError(f'get lists workloads: give a TYPE, not "{args.kind}" (see one with `wlmap describe '
+                       f'{args.kind}`)')
+    ns = None if args.all_namespaces else (args.namespace or default_namespace(args.kubeconfig, args.context))
+    result, warnings = asyncio.run(_get(args, ns))
+    warnings = list(result["warnings"]) + warnings
+    if args.output != "table":
+        _output(result, args.output)
+    elif not result["items"]:
+        print(f"No workloads found in {'any namespace' if ns is None else 'namespace ' + ns}.", file=sys.stderr)
+    else:
+        print("\n".join(get_lines(result["items"])))
+        warnings += [f"could not interpret {i['workload']['kind']}/{i['workload']['name']}: {i['error']}"
+                     for i in result["items"] if i.get("error")]
+    _warn(warnings)
+    return EXIT_OK
+
+
+async def _get(args: argparse.Namespace, ns: str | None) -> tuple[dict[str, Any], list[str]]:
+    async with _session(args) as (kube, workloads, _):
+        if args.kind:
+            kinds = await workloads.known(args.kind)
+            kube.check()
+            if not kinds:
+                raise CliError(f'no Karta definition covers "{args.kind}"', EXIT_NO_DEFINITION)
+        result = await workloads.summaries(ns, args.kind)
+        kube.check()
+        if not result["items"] and kube.denied and not kube.listed:
+            # Every list was refused: an empty table would read as "there are none".
+            refused = sorted(e.message for e in kube.denied)
+            raise CliError(refused[0] if len(refused) == 1 else
+                           f"not allowed to list any workload type ({len(refused)} refused), e.g. {refused[0]}",
+                           EXIT_FAIL)
+        return result, kube.warnings()
+
+
+def get_lines(items: list[dict[str, Any]]) -> list[str]:
+    # Qualify a Kind by its group only when two groups share it (as kli does).
+    groups: dict[str, set[str]] = {}
+    for i in items:
+        groups.setdefault(i["workload"]["kind"], set()).add(i["workload"]["apiVersion"].rpartition("/")[0])
+    rows = [["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]]
+    for i in items:
+        w, pods = i["workload"], i["pods"]
+        group = w["apiVersion"].rpartition("/")[0]
+        kind = f"{w['kind']}.{group}" if len(groups[w["kind"]]) > 1 and group else w["kind"]
+        ready = "/".join("?" if n is None else str(n) for n in (pods["ready"], pods["desired"]))
+        rows.append([w["name"], w.get("namespace") or "<none>", kind, i["phase"] or "<error>", ready,
+                     "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))])
+    return render._table(rows)

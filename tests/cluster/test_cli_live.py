@@ -1,0 +1,360 @@
+"""`wlmap describe` and `wlmap get` against a real kube-apiserver, run as the installed CLI.
+
+Only the API server runs (no controllers), so the JobSet's Jobs and pods are created here with
+owner references, and their status is written through the status subresource.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from app.cli.live import age
+from app.cli.main import main
+
+from .apiserver import ApiServer
+from .kubeobjects import Kubectl, owner_ref, pod, running, unschedulable
+
+ROOT = Path(__file__).resolve().parents[2]
+WLMAP = Path(sys.executable).parent / "wlmap"
+JOBSET = ROOT / "definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml"
+PYTORCHJOB = ROOT / "definitions/kubeflow.org/PyTorchJob/v1/testdata/running.yaml"
+NS = "cli-jobset"
+
+
+def wlmap(*args: str, kubeconfig: Path | str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}  # no stray ~/.kube/config or $KUBECONFIG
+    cmd = [str(WLMAP), *args] + (["--kubeconfig", str(kubeconfig)] if kubeconfig else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False)
+    assert "Traceback" not in r.stderr, r.stderr
+    return r
+
+
+def manifest(path: Path, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A testdata object ready to apply in `namespace`, and the status it was recorded with."""
+    doc = yaml.safe_load(path.read_text())
+    for k in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+        doc["metadata"].pop(k, None)
+    doc["metadata"]["namespace"] = namespace
+    return doc, doc.pop("status", {})
+
+
+def make_jobset(kubectl: Kubectl, ns: str) -> dict[str, Any]:
+    """JobSet llm-pretrain (coordinator x1, trainer 2 jobs x 2 pods, evaluator 1 job x 2 pods:
+    7 pods, 12 GPUs) with 6 pods: trainer-1-1 is missing and evaluator-0-1 is unschedulable."""
+    kubectl.ensure_namespace(ns)
+    doc, status = manifest(JOBSET, ns)
+    js = kubectl.apply(doc)
+    kubectl.set_status(js, status)
+    placement = {("coordinator", 0, 0): "cpu-node-1", ("trainer", 0, 0): "gpu-node-1",
+                 ("trainer", 0, 1): "gpu-node-1", ("trainer", 1, 0): "gpu-node-2",
+                 ("evaluator", 0, 0): "gpu-node-3", ("evaluator", 0, 1): None}
+    gpus = {"coordinator": 0, "trainer": 2, "evaluator": 2}
+    for rj in doc["spec"]["replicatedJobs"]:
+        for i in range(rj["replicas"]):
+            job = kubectl.apply({"apiVersion": "batch/v1", "kind": "Job",
+                                 "metadata": {"name": f"llm-pretrain-{rj['name']}-{i}", "namespace": ns,
+                                              "ownerReferences": [owner_ref(js)]},
+                                 "spec": copy.deepcopy(rj["template"]["spec"])})
+            for (name, ji, pi), node in placement.items():
+                if name != rj["name"] or ji != i:
+                    continue
+                p = kubectl.apply(pod(ns, f"llm-pretrain-{name}-{ji}-{pi}", job, gpus=gpus[name], node=node,
+                                      labels={"jobset.sigs.k8s.io/replicatedjob-name": name,
+                                              "jobset.sigs.k8s.io/job-index": str(ji)}))
+                kubectl.set_status(p, running(node) if node else unschedulable())
+    # A pod of nobody in the same namespace: a workload of its own (Pod), never one of the JobSet's.
+    stray = kubectl.apply(pod(ns, "debug-shell", None, node="cpu-node-2"))
+    kubectl.set_status(stray, running("cpu-node-2"))
+    return js
+
+
+@pytest.fixture(scope="module")
+def jobset(apiserver: ApiServer, kubectl: Kubectl) -> dict[str, Any]:
+    return make_jobset(kubectl, NS)
+
+
+@pytest.fixture(scope="module")
+def admin(apiserver: ApiServer) -> Path:
+    return apiserver.kubeconfig("admin")
+
+
+def tree_rows(lines: list[str]) -> list[list[str]]:
+    """Tree rows as [branch + name, cells...]; cells are separated by 3+ spaces."""
+    out = []
+    for line in lines:
+        m = re.match(r"^((?:\|   |    )*(?:\|-- |`-- )\S+)(.*)$", line)
+        assert m, line
+        out.append([m[1]] + ([c for c in re.split(r"\s{3,}", m[2].strip()) if c]))
+    return out
+
+
+def kubeconfig_with(apiserver: ApiServer, path: Path, *, server: str | None = None,
+                    namespace: str | None = None) -> Path:
+    doc = json.loads(apiserver.kubeconfig("admin").read_text())
+    if server:
+        doc["clusters"][0]["cluster"]["server"] = server
+    if namespace:
+        doc["contexts"][0]["context"]["namespace"] = namespace
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# -- describe ------------------------------------------------------------------------------
+
+def test_describe_tree_shows_live_components_instances_and_pods(jobset: dict[str, Any], admin: Path) -> None:
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert re.match(r"^JobSet/llm-pretrain   namespace: cli-jobset   definition: jobset-x-k8s-io-jobset-v1alpha2 "
+                    r"\(builtin\)   age: \d+s$", lines[0]), lines[0]
+    rows = tree_rows(lines[2:lines.index("", 2)])
+    assert rows == [
+        ["`-- replicated-job", "5/7 ready", "gpu: 12", "cpu-node-1,gpu-node-1,gpu-node-2,gpu-node-3"],
+        ["    |-- coordinator", "1/1 ready", "cpu-node-1"],
+        ["    |   `-- llm-pretrain-coordinator-0-0", "Running", "cpu-node-1"],
+        ["    |-- evaluator", "1/2 ready", "gpu: 4", "gpu-node-3"],
+        ["    |   |-- llm-pretrain-evaluator-0-0", "Running", "gpu: 2", "gpu-node-3"],
+        ["    |   `-- llm-pretrain-evaluator-0-1", "Pending (Unschedulable)", "gpu: 2", "<none>"],
+        ["    `-- trainer", "3/4 ready", "gpu: 8", "gpu-node-1,gpu-node-2"],
+        ["        |-- llm-pretrain-trainer-0-0", "Running", "gpu: 2", "gpu-node-1"],
+        ["        |-- llm-pretrain-trainer-0-1", "Running", "gpu: 2", "gpu-node-1"],
+        ["        `-- llm-pretrain-trainer-1-0", "Running", "gpu: 2", "gpu-node-2"],
+    ]
+    assert "debug-shell" not in r.stdout  # not owned by the JobSet
+    tail = lines[lines.index("", 2):]
+    assert "Phase: Running" in tail
+    res = tail[tail.index("Resources:") + 1:]
+    assert [line.split() for line in res] == [
+        ["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"],
+        ["replicated-job/coordinator", "1", "0", "2", "8Gi"],
+        ["replicated-job/evaluator", "2", "4", "16", "128Gi"],
+        ["replicated-job/trainer", "4", "8", "64", "512Gi"],
+        ["TOTAL", "7", "12", "82", "648Gi"],
+    ]
+
+
+def test_describe_accepts_type_and_name_as_two_args_and_kubectl_type_spellings(jobset: dict[str, Any],
+                                                                              admin: Path) -> None:
+    outs = set()
+    for target in (["JobSet", "llm-pretrain"], ["jobsets/llm-pretrain"], ["jobsets.jobset.x-k8s.io/llm-pretrain"]):
+        r = wlmap("describe", *target, "-n", NS, kubeconfig=admin)
+        assert r.returncode == 0, (target, r.stderr)
+        outs.add(r.stdout.split("\n", 1)[1])  # the header's age may tick
+    assert len(outs) == 1
+
+
+def test_describe_workload_whose_root_bears_pods(kubectl: Kubectl, admin: Path) -> None:
+    ns = "cli-job"
+    kubectl.ensure_namespace(ns)
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+    job = kubectl.apply({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "etl", "namespace": ns},
+                         "spec": {"parallelism": 2, "completions": 2,
+                                  "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}})
+    labels = {"batch.kubernetes.io/job-name": "etl"}  # what the Job controller sets, and its definition reads
+    kubectl.set_status(kubectl.apply(pod(ns, "etl-0", job, labels, node="cpu-node-1")), running("cpu-node-1"))
+    kubectl.set_status(kubectl.apply(pod(ns, "etl-1", job, labels, node="cpu-node-2")), {
+        "phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"},
+                                           {"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+        "containerStatuses": [{"name": "main", "ready": False, "restartCount": 0, "image": "busybox", "imageID": "",
+                               "state": {"waiting": {"reason": "ImagePullBackOff"}}}]})
+    r = wlmap("describe", "job", "etl", "-n", ns, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    assert tree_rows(r.stdout.splitlines()[2:5]) == [
+        ["`-- job", "1/2 ready", "cpu-node-1,cpu-node-2"],
+        ["    |-- etl-0", "Running", "cpu-node-1"],
+        ["    `-- etl-1", "Pending (ContainersNotReady)", "cpu-node-2"]]
+    assert r.stdout.endswith("Resources:\nCOMPONENT   REPLICAS   GPU   CPU   MEMORY\n"
+                             "job         2          0     1     2Gi\nTOTAL       2          0     1     2Gi\n")
+
+
+def test_describe_json_and_yaml_are_the_service_response(jobset: dict[str, Any], admin: Path, service: Any) -> None:
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, "-o", "json", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert set(got) >= {"workload", "definition", "status", "tree", "totals", "gang", "warnings", "live"}
+    assert got["live"]["current"] == 6 and got["live"]["ready"] == 5 and got["live"]["desired"] == 7
+    assert {p["name"]: p["reason"] for p in got["live"]["pods"] if not p["ready"]} == {
+        "llm-pretrain-evaluator-0-1": "Unschedulable"}
+    with httpx.Client(base_url=service.url, timeout=30) as c:
+        api = c.get(f"/workloads/{NS}/llm-pretrain", params={"kind": "jobset"})
+    assert api.status_code == 200, api.text
+    want = api.json()
+    for doc in (got, want):  # gang.pods follows the API server's list order, which a cached list does not fix
+        doc["gang"]["pods"].sort(key=lambda p: p["pod"])
+    assert got == want
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, "-o", "yaml", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    doc = yaml.safe_load(r.stdout)
+    doc["gang"]["pods"].sort(key=lambda p: p["pod"])
+    assert doc == got
+
+
+def test_describe_exit_codes(jobset: dict[str, Any], admin: Path) -> None:
+    r = wlmap("describe", "jobset/missing", "-n", NS, kubeconfig=admin)
+    assert (r.returncode, r.stdout, r.stderr) == (3, "", f'error: JobSet "missing" not found in namespace {NS}\n')
+    r = wlmap("describe", "rayjob/x", "-n", NS, kubeconfig=admin)  # a definition, but no CRD
+    assert r.returncode == 3 and "not served" in r.stderr, r.stderr
+    r = wlmap("describe", "nosuchkind/x", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 4 and 'no Karta definition covers "nosuchkind"' in r.stderr, r.stderr
+    r = wlmap("describe", "jobset", "-n", NS, kubeconfig=admin)
+    assert (r.returncode, r.stderr) == (2, "error: a NAME is required: give it as TYPE/NAME or as TYPE NAME\n")
+    for bad in (["jobset/"], ["jobset/a", "b"], ["jobset", "a/b"]):
+        assert wlmap("describe", *bad, kubeconfig=admin).returncode == 2, bad
+    assert wlmap("describe", "jobset/llm-pretrain", "-o", "wide", kubeconfig=admin).returncode == 2
+
+
+def test_describe_as_a_user_without_rights_is_forbidden(jobset: dict[str, Any], apiserver: ApiServer) -> None:
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, kubeconfig=apiserver.kubeconfig("bob"))
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith("error: ") and "forbidden" in r.stderr and 'User "bob"' in r.stderr, r.stderr
+
+
+def test_unreachable_server_bad_credentials_and_missing_kubeconfig_are_exit_1(apiserver: ApiServer,
+                                                                             tmp_path: Path) -> None:
+    from .apiserver import _free_port
+
+    cfg = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
+    for args in (["describe", "jobset/llm-pretrain", "-n", NS], ["get", "-n", NS], ["get", "-A"]):
+        r = wlmap(*args, kubeconfig=cfg)
+        assert r.returncode == 1 and r.stdout == "", (args, r.stdout)
+        assert r.stderr.startswith("error: ") and "reach the API server" in r.stderr, r.stderr
+    doc = json.loads(apiserver.kubeconfig("admin").read_text())
+    doc["users"][0]["user"]["token"] = "not-a-token"
+    (tmp_path / "bad-token").write_text(json.dumps(doc))
+    for args in (["describe", "jobset/llm-pretrain", "-n", NS], ["get", "-A"]):
+        r = wlmap(*args, kubeconfig=tmp_path / "bad-token")
+        assert (r.returncode, r.stderr) == (1, "error: the API server rejected the credentials (Unauthorized)\n")
+    r = wlmap("get", kubeconfig=tmp_path / "nothing-here")
+    assert r.returncode == 1 and "no such file" in r.stderr
+
+
+# -- get -----------------------------------------------------------------------------------
+
+def test_get_lists_top_level_workloads_with_ready_and_gpus(jobset: dict[str, Any], admin: Path) -> None:
+    r = wlmap("get", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()]
+    assert rows[0] == ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]
+    # The JobSet's Jobs and pods are part of it; the ownerless pod is a workload of its own.
+    assert [r[:6] for r in rows[1:]] == [["debug-shell", NS, "Pod", "Running", rows[1][4], "0"],
+                                         ["llm-pretrain", NS, "JobSet", "Running", "5/7", "12"]]
+    assert all(re.fullmatch(r"\d+s|\d+m(\d+s)?", r[6]) for r in rows[1:]), rows
+    r = wlmap("get", "jobsets", "-n", NS, kubeconfig=admin)
+    assert [line.split()[:3] for line in r.stdout.splitlines()[1:]] == [["llm-pretrain", NS, "JobSet"]]
+
+
+def test_get_json_is_the_service_response_and_yaml_the_same(jobset: dict[str, Any], admin: Path,
+                                                            service: Any) -> None:
+    r = wlmap("get", "-n", NS, "-o", "json", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    with httpx.Client(base_url=service.url, timeout=30) as c:
+        assert got == c.get("/workloads", params={"namespace": NS}).json()
+    js = next(i for i in got["items"] if i["workload"]["kind"] == "JobSet")
+    assert js["pods"] == {"ready": 5, "desired": 7} and js["gpus"] == 12 and js["phase"] == "Running"
+    r = wlmap("get", "-n", NS, "-o", "yaml", kubeconfig=admin)
+    assert yaml.safe_load(r.stdout) == got
+
+
+def test_get_all_namespaces_and_default_namespace(jobset: dict[str, Any], kubectl: Kubectl, apiserver: ApiServer,
+                                                  tmp_path: Path) -> None:
+    doc, status = manifest(PYTORCHJOB, "cli-other")
+    kubectl.ensure_namespace("cli-other")
+    kubectl.set_status(kubectl.apply(doc), status)
+    name = doc["metadata"]["name"]
+    r = wlmap("get", "-A", kubeconfig=apiserver.kubeconfig("admin"))
+    assert r.returncode == 0, r.stderr
+    rows = [line.split()[:3] for line in r.stdout.splitlines()[1:]]
+    assert ["llm-pretrain", NS, "JobSet"] in rows and [name, "cli-other", "PyTorchJob"] in rows
+    r = wlmap("get", "pytorchjob", "-A", kubeconfig=apiserver.kubeconfig("admin"))
+    assert [line.split()[:3] for line in r.stdout.splitlines()[1:]] == [[name, "cli-other", "PyTorchJob"]]
+    # Without -n: the kubeconfig context's namespace.
+    r = wlmap("get", kubeconfig=kubeconfig_with(apiserver, tmp_path / "kc", namespace="cli-other"))
+    assert [line.split()[:2] for line in r.stdout.splitlines()[1:]] == [[name, "cli-other"]]
+
+
+def test_get_empty_namespace_and_unknown_type(apiserver: ApiServer, kubectl: Kubectl) -> None:
+    kubectl.ensure_namespace("cli-empty")
+    admin = apiserver.kubeconfig("admin")
+    r = wlmap("get", "-n", "cli-empty", kubeconfig=admin)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "No workloads found in namespace cli-empty.\n")
+    r = wlmap("get", "-n", "cli-empty", "-o", "json", kubeconfig=admin)
+    assert (r.returncode, json.loads(r.stdout)) == (0, {"items": [], "warnings": []})
+    r = wlmap("get", "rayjob", "-n", "cli-empty", kubeconfig=admin)  # defined but not served: a warning
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == ["No workloads found in namespace cli-empty.",
+                                     'warning: no served kind with a definition matches "rayjob"']
+    r = wlmap("get", "nosuchkind", "-n", "cli-empty", kubeconfig=admin)
+    assert r.returncode == 4 and 'no Karta definition covers "nosuchkind"' in r.stderr
+    assert wlmap("get", "-n", "x", "-A", kubeconfig=admin).returncode == 2
+    assert wlmap("get", "jobset/x", kubeconfig=admin).returncode == 2
+
+
+def test_get_as_a_user_without_rights_is_forbidden(jobset: dict[str, Any], apiserver: ApiServer) -> None:
+    for args in (["get", "-n", NS], ["get", "jobset", "-n", NS]):
+        r = wlmap(*args, kubeconfig=apiserver.kubeconfig("bob"))
+        assert r.returncode == 1 and r.stdout == "", args
+        assert r.stderr.startswith("error: ") and "forbidden" in r.stderr, r.stderr
+
+
+def test_user_definitions_from_a_folder(kubectl: Kubectl, admin: Path) -> None:
+    """A kind only a --definition folder covers: evaluated in a worker, under the deadline."""
+    ns = "cli-batchtask"
+    kubectl.ensure_namespace(ns)
+    doc, status = manifest(ROOT / "examples/definitions/acme.example.com/BatchTask/v1/testdata/running.yaml", ns)
+    kubectl.set_status(kubectl.apply(doc), status)
+    defs = ["--definition", "examples/definitions"]
+    r = wlmap("describe", "batchtask/nightly", "-n", ns, "-o", "json", *defs, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert (res["definition"]["source"], res["status"]["phase"], res["totals"]["gpus"]) == ("directory", "Running", 3)
+    r = wlmap("get", "-n", ns, *defs, kubeconfig=admin)
+    assert [line.split()[:6] for line in r.stdout.splitlines()[1:]] == [
+        ["nightly", ns, "BatchTask", "Running", "0/3", "3"]]
+    # Without the folder nothing covers BatchTask.
+    assert wlmap("describe", "batchtask/nightly", "-n", ns, kubeconfig=admin).returncode == 4
+    r = wlmap("get", "-n", ns, kubeconfig=admin)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", f"No workloads found in namespace {ns}.\n")
+
+
+# -- pieces without a cluster ----------------------------------------------------------------
+
+def test_age_is_kubectl_human_duration() -> None:
+    now = datetime(2025, 6, 2, 12, 0, 0, tzinfo=UTC)
+
+    def ago(**kw: float) -> str:
+        return age((now - timedelta(**kw)).strftime("%Y-%m-%dT%H:%M:%SZ"), now)
+
+    assert [ago(seconds=5), ago(seconds=119), ago(minutes=5), ago(minutes=9, seconds=30), ago(minutes=90),
+            ago(hours=3, minutes=20), ago(hours=30), ago(days=3), ago(days=3, hours=4), ago(days=40),
+            ago(days=800)] == ["5s", "119s", "5m", "9m30s", "90m", "3h20m", "30h", "3d", "3d4h", "40d", "2y70d"]
+    assert age(None) == "<unknown>"
+
+
+def test_ambiguous_workload_is_a_usage_error_listing_the_candidates() -> None:
+    from app.cli.live import _Kube, _lookup_error
+    from app.cluster.workloads import LookupFailed
+
+    e = LookupFailed(409, "ambiguous-workload", '2 workloads are named "x"', [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": "ns", "name": "x"},
+        {"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "x"}])
+    err = _lookup_error(e, _Kube(None))
+    assert err.code == 2
+    assert str(err).splitlines()[1:] == ["  jobset.jobset.x-k8s.io/x", "  pod.v1/x"]
+
+
+def test_describe_without_arguments_is_usage() -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["describe"])
+    assert e.value.code == 2
