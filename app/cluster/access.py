@@ -3,7 +3,7 @@
 The service reads the cluster with its own service account, so it must not become a way
 around RBAC: each caller's bearer token is checked by the API server (TokenReview), and each
 read is allowed only if the caller could do it themselves (SubjectAccessReview).  Answers are
-cached briefly (30 s), keyed by a hash of the token, so a UI polling every second costs the API
+cached briefly (30 s; denials 5 s), keyed by a hash of the token, so a UI polling every second costs the API
 server a review per half minute, not per request; tokens themselves are never stored or logged.
 """
 
@@ -35,10 +35,12 @@ class Caller:
 
 
 class Access:
-    def __init__(self, kube: Kube, ttl: float = 30.0, size: int = 4096):
+    def __init__(self, kube: Kube, ttl: float = 30.0, deny_ttl: float = 5.0, size: int = 4096):
         self.kube = kube
         self._tokens: TTLCache[str, Caller | None] = TTLCache(size, ttl)
-        self._decisions: TTLCache[tuple[Any, ...], bool] = TTLCache(size * 4, ttl)
+        # Allows are kept longer than denials, so a permission just granted works within seconds.
+        self._allowed: TTLCache[tuple[Any, ...], bool] = TTLCache(size * 4, ttl)
+        self._denied: TTLCache[tuple[Any, ...], bool] = TTLCache(size * 4, deny_ttl)
         self.reviews = 0  # reviews sent to the API server (tests read it)
 
     async def authenticate(self, token: str) -> Caller:
@@ -67,9 +69,10 @@ class Access:
     async def allowed(self, caller: Caller, verb: str, res: Resource, namespace: str | None,
                       name: str | None = None) -> bool:
         key = (caller, verb, res.group, res.plural, namespace, name)
-        hit = self._decisions.get(key)
-        if hit is not None:
-            return hit
+        if key in self._allowed:
+            return True
+        if key in self._denied:
+            return False
         attrs: dict[str, Any] = {"verb": verb, "group": res.group, "version": res.version, "resource": res.plural}
         if namespace:
             attrs["namespace"] = namespace
@@ -87,5 +90,5 @@ class Access:
         except KubeError as e:
             raise AccessUnavailable(f"cannot check permissions with the API server: {e.message}") from None
         ok = bool((review.get("status") or {}).get("allowed"))
-        self._decisions[key] = ok
+        (self._allowed if ok else self._denied)[key] = True
         return ok

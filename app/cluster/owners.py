@@ -58,6 +58,12 @@ class OwnerIndex:
             return None  # read failures count as "not owned" (reference rule)
         return {(o.get("metadata") or {}).get("name"): o.get("metadata") or {} for o in lst["items"]}
 
+    async def owner(self, ref: dict[str, Any]) -> dict[str, Any] | None:
+        """The owner's metadata, if it exists with the UID the reference names (not a re-created one)."""
+        owners = await self._owners(_gvk_of(ref))
+        owner = (owners or {}).get(ref.get("name"))
+        return owner if owner is not None and owner.get("uid") == ref.get("uid") else None
+
     async def chain(self, meta: dict[str, Any]) -> set[str]:
         """Every UID named by any owner reference along the controller chain of `meta`."""
         uids: set[str] = set()
@@ -66,14 +72,29 @@ class OwnerIndex:
             refs = [r for r in level.get("ownerReferences") or [] if isinstance(r, dict)]
             uids.update(str(r.get("uid")) for r in refs if r.get("uid"))
             ctrl = controller_of(level)
-            if ctrl is None:
-                return uids
-            owners = await self._owners(_gvk_of(ctrl))
-            owner = (owners or {}).get(ctrl.get("name"))
-            if owner is None or owner.get("uid") != ctrl.get("uid"):
+            owner = await self.owner(ctrl) if ctrl else None
+            if owner is None:
                 return uids
             level = owner
         return uids  # chain longer than 6 links: stop here
+
+    async def nested(self, meta: dict[str, Any], covered: set[tuple[str, str]]) -> bool:
+        """Whether some level of the controller chain is a kind with a definition (then the
+        object is part of that workload, not a workload of its own).  A covered controller is
+        recognised from the reference alone; uncovered owners (a ReplicaSet) are read."""
+        level = meta
+        for _ in range(MAX_HOPS):
+            ctrl = controller_of(level)
+            if ctrl is None:
+                return False
+            group, _, kind = _gvk_of(ctrl)
+            if (group, kind) in covered:
+                return True
+            owner = await self.owner(ctrl)
+            if owner is None:
+                return False
+            level = owner
+        return False
 
     async def chains(self, metas: list[dict[str, Any]]) -> list[set[str]]:
         return list(await asyncio.gather(*(self.chain(m) for m in metas)))

@@ -278,14 +278,18 @@ class Workloads:
         lists = await asyncio.gather(*(objects(k) for k in best.values()))
         found = [x for lst in lists for x in lst]
 
-        def nested(obj: dict[str, Any]) -> bool:
-            ref = controller_of(obj.get("metadata") or {})
-            if ref is None:
-                return False
-            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
-            return (group, str(ref.get("kind"))) in covered
+        indexes: dict[str | None, OwnerIndex] = {}
 
-        found = [(k, o) for k, o in found if not nested(o)]
+        async def top_level(obj: dict[str, Any]) -> bool:
+            meta = obj.get("metadata") or {}
+            if controller_of(meta) is None:
+                return True
+            ns = meta.get("namespace")
+            index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
+            return not await index.nested(meta, covered)
+
+        keep = await asyncio.gather(*(top_level(o) for _, o in found))
+        found = [f for f, k in zip(found, keep) if k]
         ready = await self._ready_counts([o for _, o in found], namespace, allow, warnings)
 
         async def row(k: Known, obj: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ TOKENS = {
     "service": ("test-service-token", "wlmap-service", ""),
     "alice": ("test-alice-token", "alice", "team-a"),
     "bob": ("test-bob-token", "bob", ""),
+    "carol": ("test-carol-token", "carol", ""),
 }
 
 

@@ -1,0 +1,128 @@
+"""--auth kubernetes against a real API server: real tokens, TokenReview, SubjectAccessReview."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from ..service.conftest import Server
+from .apiserver import ApiServer
+from .conftest import token
+from .kubeobjects import Kubectl, reader_rbac
+from .test_workloads import _jobset_with_pods
+from .util import eventually
+
+NS = "acl"
+OTHER = "acl-other"
+
+
+@pytest.fixture(scope="module")
+def objects(kubectl: Kubectl) -> dict[str, Any]:
+    for ns in (NS, OTHER):
+        kubectl.ensure_namespace(ns)
+    js = _jobset_with_pods(kubectl, NS, "guarded")
+    _jobset_with_pods(kubectl, OTHER, "elsewhere")
+    for doc in reader_rbac("alice", NS, [("jobset.x-k8s.io", "jobsets")]):
+        kubectl.apply(doc)
+    # carol may read JobSets in NS but not list its pods
+    for doc in reader_rbac("carol", NS, [("jobset.x-k8s.io", "jobsets")], pods=False):
+        kubectl.apply(doc)
+    return {"jobset": js}
+
+
+def as_user(s: Server, user: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token(user)}"} if user else {}
+    return httpx.Client(base_url=s.url, headers=headers, timeout=30)
+
+
+def test_token_required(secured: Server, objects: dict[str, Any]) -> None:
+    anon = as_user(secured, None)
+    for method, path in (("GET", f"/workloads/{NS}/guarded"), ("GET", "/workloads"), ("GET", "/definitions"),
+                         ("POST", "/interpret")):
+        r = anon.request(method, path, json=objects["jobset"] if method == "POST" else None)
+        assert r.status_code == 401, (path, r.text)
+        assert r.headers["content-type"] == "application/problem+json"
+        assert r.headers["www-authenticate"].startswith("Bearer")
+    r = httpx.get(secured.url + f"/workloads/{NS}/guarded", headers={"Authorization": "Bearer not-a-token"})
+    assert r.status_code == 401 and "not valid" in r.json()["detail"]
+    # probes and the API description stay open (kubelet and Prometheus have no token)
+    for path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+        assert anon.get(path).status_code == 200, path
+
+
+def test_allowed_reader(secured: Server, objects: dict[str, Any]) -> None:
+    alice = as_user(secured, "alice")
+    r = alice.get(f"/workloads/{NS}/guarded")
+    assert r.status_code == 200, r.text
+    assert r.json()["live"]["current"] == 5
+    r = alice.get(f"/workloads/{NS}/guarded", params={"kind": "jobset"})
+    assert r.status_code == 200
+    # interpreting a manifest the caller sends reads nothing from the cluster: a valid token is enough
+    assert alice.post("/interpret", json=objects["jobset"]).status_code == 200
+    ref = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": NS, "name": "guarded"}
+    assert alice.post("/interpret", json={"ref": ref}).status_code == 200
+
+
+def test_denied_reader(secured: Server, objects: dict[str, Any]) -> None:
+    alice, bob = as_user(secured, "alice"), as_user(secured, "bob")
+    # another namespace: alice has no rights there
+    r = alice.get(f"/workloads/{OTHER}/elsewhere", params={"kind": "JobSet"})
+    assert r.status_code == 403 and "not allowed to get jobsets.jobset.x-k8s.io" in r.json()["detail"]
+    ref = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": OTHER, "name": "elsewhere"}
+    assert alice.post("/interpret", json={"ref": ref}).status_code == 403
+    # bob may read nothing here
+    r = bob.get(f"/workloads/{NS}/guarded")
+    assert r.status_code == 403
+    assert r.json()["type"].endswith("forbidden")
+
+
+def test_pod_view_needs_list_pods(secured: Server, objects: dict[str, Any]) -> None:
+    carol = as_user(secured, "carol")
+    r = carol.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"})
+    assert r.status_code == 403 and "list pods" in r.json()["detail"]
+    r = carol.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet", "pods": "false"})
+    assert r.status_code == 200 and "live" not in r.json()
+
+
+def test_list_leaves_out_what_the_caller_cannot_list(secured: Server, objects: dict[str, Any]) -> None:
+    alice = as_user(secured, "alice")
+    body = alice.get("/workloads", params={"namespace": NS}).json()
+    assert [(x["workload"]["kind"], x["workload"]["name"]) for x in body["items"]] == [("JobSet", "guarded")]
+    assert body["items"][0]["pods"] == {"ready": 4, "desired": 7}
+    assert any("not allowed to list pytorchjobs" in w for w in body["warnings"])
+    # all namespaces: alice may list nothing cluster-wide
+    body = alice.get("/workloads").json()
+    assert body["items"] == [] and body["warnings"]
+
+
+def test_granted_permission_takes_effect_soon(secured: Server, kubectl: Kubectl, objects: dict[str, Any]) -> None:
+    """Denials are cached for seconds, not for the allow TTL."""
+    bob = as_user(secured, "bob")
+    assert bob.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet", "pods": "false"}).status_code == 403
+    for doc in reader_rbac("bob", NS, [("jobset.x-k8s.io", "jobsets")]):
+        kubectl.apply(doc)
+    eventually(lambda: bob.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"}).status_code == 200,
+               timeout=10, interval=0.5, what="bob allowed after the RoleBinding")
+
+
+def test_reviews_are_cached(secured: Server, apiserver: ApiServer, objects: dict[str, Any]) -> None:
+    """A client polling the same workload does not cost a review per request."""
+    alice = as_user(secured, "alice")
+    alice.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"})
+    before = _reviews(apiserver)
+    for _ in range(20):
+        assert alice.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"}).status_code == 200
+    assert _reviews(apiserver) - before == 0
+
+
+def _reviews(apiserver: ApiServer) -> float:
+    """TokenReview + SubjectAccessReview requests the API server has served."""
+    text = apiserver.call("GET", "/metrics", raw=True).decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith("apiserver_request_total{") and 'verb="POST"' in line and (
+                'resource="tokenreviews"' in line or 'resource="subjectaccessreviews"' in line):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
