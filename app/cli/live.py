@@ -21,8 +21,10 @@ from typing import Any
 
 import yaml
 
-from ..cluster.kube import Forbidden, Gone, Kube, KubeError, NotFound, Resource
+from ..cluster.kube import KARTAS, Forbidden, Gone, Kube, KubeError, NotFound, Resource
+from ..cluster.sources import karta_definitions
 from ..cluster.workloads import LookupFailed, Workloads
+from ..karta.registry import Registry
 from ..engine.interpret import InterpretationError
 from . import render
 from .main import (EXIT_FAIL, EXIT_NO_DEFINITION, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CliError, _dump_json,
@@ -39,6 +41,7 @@ class _Kube(Kube):
         self.denied: list[Forbidden] = []
         self.failures: list[KubeError] = []
         self.listed: set[Resource] = set()  # lists that succeeded
+        self.notes: list[str] = []  # warnings that are not failures (cluster definitions skipped)
 
     async def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -67,7 +70,35 @@ class _Kube(Kube):
                 raise CliError("the API server rejected the credentials (Unauthorized)", EXIT_FAIL)
 
     def warnings(self) -> list[str]:
-        return sorted({e.message for e in self.failures})
+        return sorted({e.message for e in self.failures}) + self.notes
+
+    async def cluster_definitions(self, registry: Registry) -> Registry:
+        """Karta resources of the cluster on top of the catalog, below --definition folders
+        (the service's precedence).  Best effort, as the reference CLI: any failure is a note."""
+        marks = (len(self.denied), len(self.failures))
+        try:
+            items = (await self.list(KARTAS))["items"]
+        except NotFound:
+            self.notes.append("the kartas.run.ai CRD is not installed; showing built-in definitions only")
+            return registry
+        except Forbidden:
+            self.notes.append('not allowed to list kartas.run.ai; showing built-in definitions only. Ask a cluster '
+                              'administrator for "list" permission on kartas.run.ai to include cluster definitions.')
+            return registry
+        except KubeError as e:
+            if e.status not in (0, 401):
+                self.notes.append(f"could not read Karta definitions from the cluster: {' '.join(str(e).split())}; "
+                                  "showing built-in definitions only")
+            return registry
+        finally:  # the workload reads that follow decide whether the cluster is usable
+            del self.denied[marks[0]:], self.failures[marks[1]:]
+        defs, unreadable = karta_definitions({(o.get("metadata") or {}).get("name", ""): o for o in items})
+        self.notes += [f'skipping Karta definition "{o.removeprefix("karta:")}": {err}' for o, err in unreadable.items()]
+        for d in defs:
+            if not d.valid:
+                first = next((f.message for f in d.findings if f.level == "error"), "invalid")
+                self.notes.append(f'skipping Karta definition "{d.name}": {first}')
+        return Registry(registry.layers[:1] + (tuple(d for d in defs if d.valid),) + registry.layers[1:])
 
 
 # -- shared plumbing -----------------------------------------------------------------------
@@ -110,6 +141,7 @@ async def _session(args: argparse.Namespace) -> AsyncIterator[tuple[_Kube, Workl
         kube = await _Kube.connect(args.kubeconfig, args.context)
     except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
         raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
+    registry = await kube.cluster_definitions(registry)
     isolate = any(d.source != "builtin" for d in registry.all())
     ev = Evaluator("untrusted" if isolate else "none", 1, args.eval_deadline)
     seen: dict[str, Any] = {}
@@ -121,6 +153,10 @@ async def _session(args: argparse.Namespace) -> AsyncIterator[tuple[_Kube, Workl
     await ev.start()
     try:
         yield kube, Workloads(kube, lambda: registry, interpret), seen
+    except CliError as e:
+        if e.code == EXIT_NO_DEFINITION:
+            _warn(kube.notes)  # why a kind may be uncovered (cluster definitions not readable)
+        raise
     except KubeError as e:
         kube.check()
         raise CliError(e.message, EXIT_FAIL) from None

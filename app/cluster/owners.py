@@ -65,8 +65,9 @@ class OwnerIndex:
         return owner if owner is not None and owner.get("uid") == ref.get("uid") else None
 
     async def chain(self, meta: dict[str, Any]) -> set[str]:
-        """Every UID named by any owner reference along the controller chain of `meta`."""
-        uids: set[str] = set()
+        """Its own UID (a bare Pod is its own workload) and every UID named by any owner
+        reference along the controller chain of `meta`."""
+        uids: set[str] = {str(meta["uid"])} if meta.get("uid") else set()
         level = meta
         for _ in range(MAX_HOPS + 1):
             refs = [r for r in level.get("ownerReferences") or [] if isinstance(r, dict)]

@@ -230,19 +230,24 @@ class KartaSource(WatchedSource):
     resource = KARTAS
 
     def definitions(self) -> tuple[list[Definition], dict[str, str]]:
-        loaded: list[Definition] = []
-        unreadable: dict[str, str] = {}
-        for name in sorted(self.objects):
-            obj = self.objects[name]
-            meta = obj.get("metadata") or {}
-            doc = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-                   "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta},
-                   "spec": obj.get("spec")}
-            try:
-                loaded.append(definition_from_document(doc, "cluster", f"karta:{name}"))
-            except NotAKarta as e:
-                unreadable[f"karta:{name}"] = str(e)
-        return loaded, unreadable
+        return karta_definitions(self.objects)
+
+
+def karta_definitions(objects: dict[str, dict[str, Any]]) -> tuple[list[Definition], dict[str, str]]:
+    """Karta resources as definitions (server-set metadata and status dropped)."""
+    loaded: list[Definition] = []
+    unreadable: dict[str, str] = {}
+    for name in sorted(objects):
+        obj = objects[name]
+        meta = obj.get("metadata") or {}
+        doc = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+               "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta},
+               "spec": obj.get("spec")}
+        try:
+            loaded.append(definition_from_document(doc, "cluster", f"karta:{name}"))
+        except NotAKarta as e:
+            unreadable[f"karta:{name}"] = str(e)
+    return loaded, unreadable
 
 
 def _event(cm: dict[str, Any], key: str, message: str) -> dict[str, Any]:

@@ -221,7 +221,8 @@ class Workloads:
             raise LookupFailed(503, "cluster-unavailable", f"cannot list pods: {e}") from None
         index = OwnerIndex(self.kube, ns)
         chains = await index.chains([p.get("metadata") or {} for p in pods])
-        return owned_by(str(meta.get("uid")), pods, chains)
+        # by name: the API server's cache lists in no stable order, and gang rows follow this one
+        return sorted(owned_by(str(meta.get("uid")), pods, chains), key=lambda p: p["metadata"].get("name", ""))
 
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
                        *, with_pods: bool = True, allow: Allow = allow_all) -> dict[str, Any]:

@@ -272,6 +272,7 @@ class _StateCollector:
 
     def __init__(self) -> None:
         self.store: DefinitionStore | None = None
+        self.service: Service | None = None
 
     def collect(self) -> Any:
         c = CounterMetricFamily("wlmap_compile_cache", "Compiled-definition cache lookups (in-process)",
@@ -285,6 +286,12 @@ class _StateCollector:
             r.add_metric(["ok"], self.store.reloads["ok"])
             r.add_metric(["failed"], self.store.reloads["failed"])
             yield r
+        cluster = self.service.cluster if self.service is not None else None
+        if cluster is not None:
+            d = CounterMetricFamily("wlmap_discovery_fetches", "API discovery documents fetched (misses are cached, "
+                                    "so unknown kinds cannot cause discovery storms)")
+            d.add_metric([], cluster.kube.discovery.fetches)
+            yield d
 
 
 _STATE = _StateCollector()
@@ -331,7 +338,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(ServiceMiddleware, max_body=settings.max_body_bytes, fast_interpret=service.interpret_body,
                        authenticate=service.authenticate if auth_mode(settings) == "kubernetes" else None)
-    _STATE.store = service.store
+    _STATE.store, _STATE.service = service.store, service
 
     interpret_body = {
         "required": True,

@@ -328,6 +328,26 @@ def test_user_definitions_from_a_folder(kubectl: Kubectl, admin: Path) -> None:
     assert (r.returncode, r.stdout, r.stderr) == (0, "", f"No workloads found in namespace {ns}.\n")
 
 
+def test_karta_resources_of_the_cluster_are_used(kubectl: Kubectl, admin: Path, apiserver: ApiServer) -> None:
+    """As the reference CLI: Karta resources in the cluster cover kinds the catalog does not;
+    a user who may not list them gets the catalog and a warning."""
+    ns = "cli-karta"
+    kubectl.ensure_namespace(ns)
+    doc, status = manifest(ROOT / "examples/definitions/acme.example.com/BatchTask/v1/testdata/running.yaml", ns)
+    kubectl.set_status(kubectl.apply(doc), status)
+    karta = yaml.safe_load((ROOT / "examples/definitions/acme.example.com/BatchTask/v1/definition.yaml").read_text())
+    kubectl.apply(karta)
+    try:
+        r = wlmap("describe", "batchtask/nightly", "-n", ns, "-o", "json", kubeconfig=admin)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["definition"]["source"] == "cluster"
+        r = wlmap("get", "batchtasks", "-n", ns, kubeconfig=apiserver.kubeconfig("bob"))
+        assert r.returncode == 4
+        assert 'not allowed to list kartas.run.ai; showing built-in definitions only' in r.stderr
+    finally:
+        kubectl.delete("run.ai/v1alpha1", "Karta", None, karta["metadata"]["name"])
+
+
 # -- pieces without a cluster ----------------------------------------------------------------
 
 def test_age_is_kubectl_human_duration() -> None:

@@ -31,14 +31,19 @@ def configmap(name: str, data: dict[str, str], labels: dict[str, str] | None = N
 
 @pytest.fixture
 def cleanup(kubectl: Kubectl, service: Server) -> Iterator[list[tuple[str, str, str | None, str]]]:
-    """Objects to delete after the test; the next test starts once the service has seen it."""
+    """Objects to delete after the test.  Tests start and end with no cluster definitions served
+    (other modules share the service)."""
+    c = service.client()
+
+    def clean() -> bool:
+        return not [d for d in defs(c) if d["source"] in ("configmap", "cluster")]
+
+    eventually(clean, what="no cluster definitions before the test")
     made: list[tuple[str, str, str | None, str]] = []
     yield made
     for api, kind, ns, name in made:
         kubectl.delete(api, kind, ns, name)
-    c = service.client()
-    eventually(lambda: not [d for d in defs(c) if d["source"] in ("configmap", "cluster")],
-               what="cluster definitions gone after cleanup")
+    eventually(clean, what="cluster definitions gone after cleanup")
 
 
 def defs(c: httpx.Client, source: str | None = None) -> list[dict[str, Any]]:

@@ -45,6 +45,10 @@ def world(kubectl: Kubectl) -> dict[str, Any]:
     # a pod with the JobSet's labels that nothing owns: labels never decide membership
     kubectl.apply(pod(NS, "stray", None, labels={"jobset.sigs.k8s.io/replicatedjob-name": "trainer"}))
 
+    # a bare Pod is a workload of its own (the Pod definition), and its own pod
+    debug = kubectl.apply(pod(NS, "debug-shell", None, node="cpu-node"))
+    kubectl.set_status(debug, running("cpu-node"))
+
     # two workloads of different kinds sharing a name
     twin_js, st = fixture_object(JOBSET, NS, "twin")
     kubectl.set_status(kubectl.apply(twin_js), st)
@@ -164,6 +168,12 @@ def test_owner_chain_rules(service: Server, world: dict[str, Any]) -> None:
     assert "chain-5" in owned and "chain-8" not in owned
 
 
+def test_bare_pod_is_its_own_pod(service: Server, world: dict[str, Any]) -> None:
+    live = get(service.client(), f"/workloads/{NS}/debug-shell").json()["live"]
+    assert (live["current"], live["ready"], live["desired"]) == (1, 1, 1)
+    assert [p["name"] for p in live["pods"]] == ["debug-shell"]
+
+
 def test_generic_facts_stale_and_deleting(service: Server, kubectl: Kubectl, world: dict[str, Any]) -> None:
     c = service.client()
     obj, status = fixture_object(JOBSET, NS, "facts")
@@ -215,6 +225,7 @@ def test_summary_list(service: Server, world: dict[str, Any]) -> None:
     js = rows[("JobSet", "llm-pretrain")]
     assert js["phase"] == "Running" and js["pods"] == {"ready": 4, "desired": 7} and js["gpus"] == 12
     assert rows[("Deployment", "web")]["pods"] == {"ready": 1, "desired": 2}
+    assert rows[("Pod", "debug-shell")]["pods"] == {"ready": 1, "desired": 1}
 
     only = get(c, "/workloads", namespace=NS, kind="jobsets").json()["items"]
     assert {x["workload"]["name"] for x in only} >= {"llm-pretrain", "twin"}
@@ -222,3 +233,22 @@ def test_summary_list(service: Server, world: dict[str, Any]) -> None:
     everywhere = get(c, "/workloads").json()["items"]
     assert any(x["workload"]["namespace"] == NS for x in everywhere)
     assert get(c, "/workloads", namespace="empty-ns-none").json() == {"items": [], "warnings": []}
+
+
+def test_unknown_kinds_do_not_cause_discovery_storms(service: Server, world: dict[str, Any]) -> None:
+    """Misses are cached: 40 requests naming kinds the cluster does not serve cost at most one
+    discovery fetch per group-version, not one full re-discovery each."""
+    c = service.client()
+
+    def fetches() -> float:
+        for line in c.get("/metrics").text.splitlines():
+            if line.startswith("wlmap_discovery_fetches_total "):
+                return float(line.split()[-1])
+        raise AssertionError("no discovery metric")
+
+    before = fetches()
+    for i in range(20):
+        for api, kind in (("nothing.example.com/v1", "Ghost"), ("jobset.x-k8s.io/v1alpha2", "NotAKind")):
+            r = c.post("/interpret", json={"ref": {"apiVersion": api, "kind": kind, "namespace": NS, "name": f"x{i}"}})
+            assert r.status_code == 404 and r.json()["type"].endswith("kind-not-served")
+    assert fetches() - before <= 2
