@@ -425,12 +425,15 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 async def _get(args: argparse.Namespace, ns: str | None) -> tuple[dict[str, Any], list[str]]:
     async with _session(args) as (kube, workloads, _):
-        if args.kind:
-            kinds = await workloads.known(args.kind)
-            kube.check()
-            if not kinds:
-                raise CliError(f'no Karta definition covers "{args.kind}"', EXIT_NO_DEFINITION)
-        result = await workloads.summaries(ns, args.kind)
+        try:
+            if args.kind:
+                kinds = await workloads.known(args.kind)
+                kube.check()
+                if not kinds:
+                    raise CliError(f'no Karta definition covers "{args.kind}"', EXIT_NO_DEFINITION)
+            result = await workloads.summaries(ns, args.kind)
+        except LookupFailed as e:
+            raise _lookup_error(e, kube) from None
         kube.check()
         if not result["items"] and kube.denied and not kube.listed:
             # Every list was refused: an empty table would read as "there are none".

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .kube import PODS, Forbidden, Kube, KubeError, NotFound, Resource
+from .kube import PODS, Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
 from .owners import OwnerIndex, controller_of, owned_by
 
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
@@ -115,6 +115,8 @@ class Workloads:
             assert d.gvk is not None
             try:
                 res = await self.kube.resource(d.gvk)
+            except Unavailable as e:  # no answer is not "not served": say the cluster is away
+                raise LookupFailed(503, "cluster-unavailable", f"cannot reach the API server: {e.message}") from None
             except KubeError:
                 res = None
             return Known(d, res)

@@ -448,7 +448,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         namespace, or in all namespaces without `namespace`.  Kinds the caller may not list are
         left out and named in `warnings`."""
         cluster = service.need_cluster("live workloads")
-        result = await cluster.workloads.summaries(namespace or None, kind, allow=service.allow_for(request.scope["state"]))
+        try:
+            result = await cluster.workloads.summaries(namespace or None, kind,
+                                                       allow=service.allow_for(request.scope["state"]))
+        except LookupFailed as e:
+            raise lookup_problem(e) from None
         request.scope["state"]["items"] = len(result["items"])
         return _dumps(result)
 

@@ -22,7 +22,7 @@ from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
-from .metrics import WORKER_RESTARTS
+from .metrics import WORKER_RESTARTS, WORKER_RETRIES
 from .worker import worker_main
 
 _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event loop
@@ -93,6 +93,17 @@ class Pool:
         self._idle.put_nowait(w)
 
     async def interpret(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """A worker that dies mid-request (killed by the OOM killer or an operator) costs the
+        caller nothing: the request runs once more on another worker.  A definition that kills
+        workers every time fails after that second try."""
+        try:
+            return await self._interpret_once(d, obj, pods)
+        except EvaluationCrashed:
+            WORKER_RETRIES.inc()
+            return await self._interpret_once(d, obj, pods)
+
+    async def _interpret_once(self, d: Definition, obj: dict[str, Any],
+                              pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         w = await self._idle.get()
         started = time.monotonic()
         try:

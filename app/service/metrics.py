@@ -18,3 +18,5 @@ DEADLINE_HITS = Counter("wlmap_evaluation_deadline_exceeded_total", "Evaluations
 WORKER_RESTARTS = Counter("wlmap_evaluation_worker_restarts_total", "Evaluation workers replaced",
                           registry=REGISTRY)
 DEFINITIONS = Gauge("wlmap_definitions", "Definitions known, by state", ["state"], registry=REGISTRY)
+WORKER_RETRIES = Counter("wlmap_evaluation_retries_total", "Evaluations run again after their worker died",
+                         registry=REGISTRY)
