@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test tools kube bench bench-http
+.PHONY: serve test tools kube bench bench-http soak fuzz-long
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -13,9 +13,10 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# gojq (the upstream jq engine) is the oracle of the differential tests.
+# gojq (the upstream jq engine) is the oracle of the differential tests; wrk drives the soak.
 tools:
-	@command -v gojq >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq gojq >/dev/null; }
+	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq gojq wrk >/dev/null; }
 
 # A real kube-apiserver + etcd for the cluster tests, built once from Debian's packages and
 # cached outside the repository (~4 min the first time, instant afterwards).
@@ -34,3 +35,10 @@ bench: $(STAMP) tools
 bench-http: $(STAMP) tools
 	@command -v wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 	$(PY) benchmarks/http_bench.py
+
+# Long runs (results in BENCHMARKS.md): 10 minutes at 80% of capacity; >= 10,000 fuzz cases.
+soak: $(STAMP) tools
+	$(PY) benchmarks/soak.py --minutes 10
+
+fuzz-long: $(STAMP) tools
+	$(PY) benchmarks/fuzz_long.py --scale 8

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from ..service.conftest import Server
-from .apiserver import ApiServer
+from .apiserver import TOKENS, ApiServer
 from .conftest import token
 from .kubeobjects import Kubectl, reader_rbac
 from .test_workloads import _jobset_with_pods
@@ -126,3 +126,25 @@ def _reviews(apiserver: ApiServer) -> float:
                 'resource="tokenreviews"' in line or 'resource="subjectaccessreviews"' in line):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def test_no_token_appears_in_responses_or_logs(secured: Server, objects: dict[str, Any]) -> None:
+    """Callers' tokens and the service's own credentials never show in an answer or a log line,
+    whatever the outcome (allowed, denied, invalid token, bad request)."""
+    seen: list[str] = []
+    for user in ("alice", "bob", None):
+        c = as_user(secured, user)
+        for r in (c.get(f"/workloads/{NS}/guarded"), c.get("/workloads", params={"namespace": NS}),
+                  c.post("/interpret", json={"ref": {"apiVersion": "v1", "kind": "Pod", "namespace": NS,
+                                                     "name": "x"}}),
+                  c.post("/interpret", content=b"{not json", headers={"content-type": "application/json"})):
+            seen.append(r.text + str(dict(r.headers)))
+    bad = httpx.get(secured.url + "/definitions", headers={"Authorization": "Bearer leaked-if-you-see-me"})
+    seen.append(bad.text + str(dict(bad.headers)))
+    secret_tokens = [t for t, *_ in TOKENS.values()] + ["leaked-if-you-see-me"]
+    log = secured.output()
+    assert "wlmap.access" in log  # the log was written (one line per request)
+    for t in secret_tokens:
+        assert t not in log, f"token {t} in the log"
+        assert not any(t in s for s in seen), f"token {t} in a response"
+    assert "Bearer " not in log

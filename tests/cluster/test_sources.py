@@ -240,3 +240,24 @@ def _metric(c: httpx.Client, name: str) -> float:
         if line.startswith(name + " "):
             return float(line.split()[-1])
     return 0.0
+
+
+def test_runaway_expression_in_a_hot_reloaded_definition(service: Server, kubectl: Kubectl, cleanup: list) -> None:
+    """A ConfigMap definition whose expression never ends: cut at the deadline with the expression
+    named, while other requests are served."""
+    doc = yaml.safe_load(definition_text(BATCHTASK_DEF))
+    root = doc["spec"]["structureDefinition"]["rootComponent"]
+    root["statusDefinition"]["phaseDefinition"]["path"] = "def f: f; f"
+    kubectl.apply(configmap("runaway", {"d.yaml": yaml.safe_dump(doc)}))
+    cleanup.append(("v1", "ConfigMap", SERVICE_NS, "runaway"))
+    c = service.client()
+    eventually(lambda: source_of(c, BATCHTASK) != "HTTP 404", what="runaway definition served")
+    started = time.monotonic()
+    r = c.post("/interpret", json=BATCHTASK)
+    took = time.monotonic() - started
+    assert r.status_code == 422 and r.json()["type"].endswith("evaluation-deadline-exceeded")
+    err = r.json()["errors"][0]
+    assert err["expression"] == "def f: f; f" and "phaseDefinition" in err["path"]
+    assert took < 2 + 3  # the service's deadline (2 s) plus worker replacement
+    assert source_of(c, PYTORCHJOB) == "builtin"  # everyone else is served
+    assert c.get("/healthz").status_code == 200

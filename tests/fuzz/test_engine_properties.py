@@ -17,6 +17,7 @@ tests/fuzz/test_http_schema.py led to) as minimal reproductions; they fail until
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,13 @@ def _fixtures(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 FIXTURES = {k: _fixtures(k) for k in KINDS}
 ALL_PODS = [p for k in KINDS for p in FIXTURES[k][1]]
+
+# The long run (benchmarks/fuzz_long.py) multiplies every example budget: WLMAP_FUZZ_SCALE=8.
+FUZZ_SCALE = float(os.environ.get("WLMAP_FUZZ_SCALE", "1"))
+
+
+def examples(n: int) -> int:
+    return max(1, round(n * FUZZ_SCALE))
 
 # report_multiple_bugs=False: a failing property shrinks one counterexample, not one per
 # distinct exception, which keeps the file fast while bugs are open.
@@ -223,7 +231,7 @@ def _instances(node: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str,
 # -- (a) arbitrary manifests -------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(data=st.data())
 def test_arbitrary_manifest_interprets_or_fails_cleanly(kind: str, data: st.DataObject) -> None:
     obj = data.draw(workloads(kind), label="manifest")
@@ -233,7 +241,7 @@ def test_arbitrary_manifest_interprets_or_fails_cleanly(kind: str, data: st.Data
 # -- (b) arbitrary pods --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data())
 def test_arbitrary_pods_interpret_or_fail_cleanly(kind: str, data: st.DataObject) -> None:
     obj = data.draw(st.sampled_from(FIXTURES[kind][0]), label="manifest")
@@ -334,14 +342,14 @@ def _check_definition(doc: Any) -> Definition | None:
     return d
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200), **SETTINGS)
 @given(doc=mutated_definitions())
 def test_mutated_definition_loads_with_findings(doc: dict[str, Any]) -> None:
     note(f"doc={doc!r}")
     _check_definition(doc)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(doc=st.one_of(JSON, st.dictionaries(KEYS, JSON, max_size=4).map(
     lambda d: {**d, "apiVersion": "run.ai/v1alpha1", "kind": "Karta"})))
 def test_arbitrary_document_as_definition(doc: Any) -> None:
@@ -349,7 +357,7 @@ def test_arbitrary_document_as_definition(doc: Any) -> None:
     _check_definition(doc)
 
 
-@settings(max_examples=50, **SETTINGS)
+@settings(max_examples=examples(50), **SETTINGS)
 @given(data=st.data())
 def test_mutated_valid_definition_interprets_or_fails_cleanly(data: st.DataObject) -> None:
     """A mutated definition that still validates must interpret a fixture of its kind (or
@@ -393,7 +401,7 @@ YAMLISH = st.lists(st.sampled_from([
 ]), max_size=8).map("".join)
 
 
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=examples(250), **SETTINGS)
 @given(text=st.one_of(st.text(max_size=200), st.binary(max_size=200), YAMLISH, YAMLISH.map(str.encode),
                       JSON.map(lambda v: orjson.dumps(v).decode())))
 def test_parse_documents_only_raises_document_error(text: str | bytes) -> None:
@@ -438,7 +446,7 @@ INVARIANT_INPUTS = st.sampled_from(KINDS).flatmap(lambda k: st.tuples(st.just(k)
     workloads(k), st.sampled_from(FIXTURES[k][0]).flatmap(renumbered))))
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(case=INVARIANT_INPUTS)
 def test_invariant_phase_is_matched_or_undefined(case: tuple[str, dict[str, Any]]) -> None:
     kind, obj = case
@@ -449,7 +457,7 @@ def test_invariant_phase_is_matched_or_undefined(case: tuple[str, dict[str, Any]
         assert status["phase"] in status["matched"] or status["phase"] == "Undefined", status
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(case=INVARIANT_INPUTS)
 def test_invariant_total_pods_is_the_sum_of_pod_bearing_instances(case: tuple[str, dict[str, Any]]) -> None:
     kind, obj = case
@@ -461,7 +469,7 @@ def test_invariant_total_pods_is_the_sum_of_pod_bearing_instances(case: tuple[st
         assert out["tree"]["totals"]["pods"] == pods
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(case=INVARIANT_INPUTS)
 def test_invariant_gpus_are_not_negative(case: tuple[str, dict[str, Any]]) -> None:
     kind, obj = case

@@ -13,6 +13,7 @@ bug is fixed.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from app.service.models import (
 from tests.fuzz.test_engine_properties import (
     KINDS,
     SETTINGS,
+    examples,
     YAMLISH,
     _mutated_of,
     pods_lists,
@@ -55,7 +57,7 @@ JOBSET = (ROOT / "definitions" / "jobset.x-k8s.io" / "JobSet" / "v1alpha2" / "te
 EXAMPLE_KARTA = ROOT / "tests" / "data" / "examples" / "batchtask.karta.yaml"
 
 schema = schemathesis.openapi.from_path(SPEC)
-schema.config.generation.update(max_examples=60, deterministic=True, database="none")
+schema.config.generation.update(max_examples=examples(60), deterministic=True, database="none")
 schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])
 schema.config.update(suppress_health_check=[schemathesis.config.HealthCheck.all], request_timeout=30)
 
@@ -206,6 +208,42 @@ def test_body_of_4_mib_without_content_length_is_refused(server: Server, path: s
     assert r.status_code == 413
 
 
+def _tree_rss_mb(pid: int) -> float:
+    from benchmarks.soak import tree_rss_mb
+
+    return tree_rss_mb(pid)
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_body_of_100_mb_is_refused_without_buffering_it(server: Server, declared: bool) -> None:
+    """100 MB at the service: a 413 (or the connection closed once the limit is crossed), the
+    memory of the server stays where it was, and it keeps serving."""
+    before = _tree_rss_mb(server.proc.pid)
+    chunk = b"x" * (1024 * 1024)
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"apiVersion": "v1", "kind": "Pod", "pad": "'
+        for _ in range(100):
+            yield chunk
+        yield b'"}'
+
+    headers = {"content-type": "application/json"}
+    if declared:
+        headers["content-length"] = str(100 * len(chunk) + 46)
+    started = time.monotonic()
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        try:
+            r = c.post("/interpret", content=chunks(), headers=headers)
+            check_answer(r.status_code, r.headers.get("content-type", ""), r.content)
+            assert r.status_code == 413
+        except httpx.HTTPError:
+            pass  # the server may close the connection once the limit is crossed
+    assert time.monotonic() - started < 30
+    assert _tree_rss_mb(server.proc.pid) - before < 30, "the server buffered the oversized body"
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        assert c.get("/healthz").status_code == 200
+
+
 # -- the environment must not leak ---------------------------------------------------------------
 
 LEAKY = ["env", "$ENV", "env.CANARY_SECRET", "$ENV.CANARY_SECRET", "env | tostring", "$ENV | tojson",
@@ -265,7 +303,7 @@ def _yaml(v: Any) -> bytes:
     return yaml.safe_dump(v, sort_keys=False, allow_unicode=True).encode()
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=examples(120), **SETTINGS)
 @given(data=st.data())
 def test_mutated_manifests_over_http(client: httpx.Client, data: st.DataObject) -> None:
     kind = data.draw(st.sampled_from(KINDS), label="kind")
@@ -284,7 +322,7 @@ def test_mutated_manifests_over_http(client: httpx.Client, data: st.DataObject) 
     check_answer(r.status_code, r.headers.get("content-type", ""), r.content, model)
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_mutated_inline_definitions_over_http(client: httpx.Client, data: st.DataObject) -> None:
     """Inline definitions run in the supervised workers: a mutated one (random jq) must give a
@@ -302,7 +340,7 @@ def test_mutated_inline_definitions_over_http(client: httpx.Client, data: st.Dat
         assert r.status_code == 422 and "invalid-definition" in r.text, r.text[:300]
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60), **SETTINGS)
 @given(path=st.sampled_from(["/interpret", "/interpret/batch", "/definitions/validate"]), body=YAMLISH)
 def test_yaml_like_bodies_over_http(client: httpx.Client, path: str, body: str) -> None:
     note(f"POST {path} {body!r}")
