@@ -140,6 +140,8 @@ def iter_documents(text: str | bytes) -> Iterator[Any]:
         raise DocumentError(f"invalid YAML: {e}") from None
     except UnicodeError as e:
         raise DocumentError(f"input is not valid Unicode text: {e}") from None
+    except KeyError as e:  # PyYAML's bool constructor on a tagged non-boolean (`!!bool ""`)
+        raise DocumentError(f"invalid YAML: {e.args[0]!r} is not a boolean") from None
     except (ValueError, TypeError, IndexError, OverflowError) as e:  # PyYAML's own failures on odd scalars
         raise DocumentError(f"invalid YAML: {e}") from None
     except RecursionError:

@@ -268,6 +268,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 async def _describe(args: argparse.Namespace, kind: str, name: str,
                     ns: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     async with _session(args) as (kube, workloads, seen):
+        kinds: list[Any] = []
         try:
             kinds = await workloads.known(kind)
             kube.check()

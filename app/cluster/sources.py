@@ -11,6 +11,7 @@ last good version of each definition and lets deletions fall back to lower sourc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import random
@@ -117,19 +118,20 @@ class WatchedSource:
         events = self.kube.watch(self.resource, self.namespace, resource_version=self.resource_version,
                                  label_selector=self.label_selector, field_selector=self.field_selector,
                                  timeout_seconds=timeout, on_connected=lambda: self._set_state("synced", None))
-        async for ev in events:
-            obj = ev.get("object") or {}
-            meta = obj.get("metadata") or {}
-            self.resource_version = meta.get("resourceVersion") or self.resource_version
-            kind = ev.get("type")
-            if kind in ("ADDED", "MODIFIED"):
-                self.objects[meta["name"]] = obj
-                self._dirty.set()
-            elif kind == "DELETED":
-                self.objects.pop(meta.get("name"), None)
-                self._dirty.set()
-            if stop.is_set():
-                return
+        async with contextlib.aclosing(events):  # the HTTP stream is released however we leave
+            async for ev in events:
+                obj = ev.get("object") or {}
+                meta = obj.get("metadata") or {}
+                self.resource_version = meta.get("resourceVersion") or self.resource_version
+                kind = ev.get("type")
+                if kind in ("ADDED", "MODIFIED"):
+                    self.objects[meta["name"]] = obj
+                    self._dirty.set()
+                elif kind == "DELETED":
+                    self.objects.pop(meta.get("name"), None)
+                    self._dirty.set()
+                if stop.is_set():
+                    return
 
     async def _flush_loop(self, stop: asyncio.Event) -> None:
         while True:

@@ -23,6 +23,14 @@ def _bool(v: str | bool | None) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {v!r}")
 
 
+def _port(v: str | None, default: int) -> int:
+    """WLMAP_PORT, unless it is Kubernetes' service link for a Service named `wlmap`
+    (`tcp://10.0.0.7:8080`), which every pod of that namespace gets."""
+    if not v or v.startswith(("tcp://", "udp://")):
+        return default
+    return int(v)
+
+
 @dataclass
 class Settings:
     host: str = "127.0.0.1"
@@ -48,7 +56,7 @@ class Settings:
         """Settings from environment variables only (used by worker processes and tests)."""
         s = cls()
         s.host = _env("host", s.host) or s.host
-        s.port = int(_env("port", str(s.port)) or s.port)
+        s.port = _port(_env("port"), s.port)
         s.workers = int(_env("workers", str(s.workers)) or s.workers)
         defs = _env("definitions")
         s.definitions = [p for p in (defs or "").split(os.pathsep) if p]

@@ -588,3 +588,10 @@ def test_bug_parse_documents_returns_non_json_values(text: str) -> None:
     except DocumentError:
         return
     assert _is_json(docs), docs
+
+
+@pytest.mark.parametrize("text", ["!!bool", '!!bool ""', "a: !!bool maybe", "!!int", "!!float"])
+def test_bug_yaml_tagged_scalar_of_the_wrong_type_raises_key_error(text: str) -> None:
+    """Found by the long fuzz run (scale 8): PyYAML's bool constructor raised KeyError('')."""
+    with pytest.raises(DocumentError):
+        parse_documents(text)

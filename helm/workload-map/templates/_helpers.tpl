@@ -1,0 +1,88 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "workload-map.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The full name of the release's objects: fullnameOverride, else release name (+ chart name). */}}
+{{- define "workload-map.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "workload-map.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "workload-map.labels" -}}
+helm.sh/chart: {{ include "workload-map.chart" . }}
+{{ include "workload-map.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: workload-map
+{{- end }}
+
+{{/* Labels that select the pods (stable across upgrades). */}}
+{{- define "workload-map.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "workload-map.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "workload-map.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "workload-map.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "workload-map.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
+
+{{/* HorizontalPodAutoscaler API: the override; else autoscaling/v2 when the cluster serves it
+(Kubernetes >= 1.23); else autoscaling/v2beta2.  Both the served versions (discovery, on install)
+and the Kubernetes version (`helm template --kube-version`, whose default API set lists every
+version) decide. */}}
+{{- define "workload-map.hpa.apiVersion" -}}
+{{- if .Values.autoscaling.apiVersion }}
+{{- .Values.autoscaling.apiVersion }}
+{{- else if and (.Capabilities.APIVersions.Has "autoscaling/v2") (semverCompare ">=1.23-0" .Capabilities.KubeVersion.Version) }}
+{{- print "autoscaling/v2" }}
+{{- else if or (.Capabilities.APIVersions.Has "autoscaling/v2beta2") (semverCompare "<1.23-0" .Capabilities.KubeVersion.Version) }}
+{{- print "autoscaling/v2beta2" }}
+{{- else }}
+{{- print "autoscaling/v2" }}
+{{- end }}
+{{- end }}
+
+{{/* PodDisruptionBudget API: the override; else policy/v1 when the cluster serves it (Kubernetes
+>= 1.21); else policy/v1beta1. */}}
+{{- define "workload-map.pdb.apiVersion" -}}
+{{- if .Values.podDisruptionBudget.apiVersion }}
+{{- .Values.podDisruptionBudget.apiVersion }}
+{{- else if and (.Capabilities.APIVersions.Has "policy/v1") (semverCompare ">=1.21-0" .Capabilities.KubeVersion.Version) }}
+{{- print "policy/v1" }}
+{{- else if or (.Capabilities.APIVersions.Has "policy/v1beta1") (semverCompare "<1.21-0" .Capabilities.KubeVersion.Version) }}
+{{- print "policy/v1beta1" }}
+{{- else }}
+{{- print "policy/v1" }}
+{{- end }}
+{{- end }}
+
+{{/* Whether more than one replica runs (a PodDisruptionBudget then keeps one up). */}}
+{{- define "workload-map.multiReplica" -}}
+{{- if .Values.autoscaling.enabled }}
+{{- if gt (int .Values.autoscaling.minReplicas) 1 }}true{{ end }}
+{{- else if gt (int .Values.replicas) 1 }}true
+{{- end }}
+{{- end }}

@@ -1,0 +1,1 @@
+"""The shipping tests use the suite-wide API server fixtures (tests/conftest.py)."""
