@@ -20,7 +20,7 @@ import yaml
 
 from ..documents import DocumentError, parse_documents
 from ..problem import problem_body
-from ..engine.interpret import InterpretationError, interpret
+from ..engine.interpret import InterpretationError
 from ..karta.load import Definition, NotAKarta, definitions_from_text, load_builtin, load_path
 from ..karta.registry import AmbiguousDefinition, Registry
 from . import render

@@ -229,8 +229,7 @@ class Workloads:
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
                        *, with_pods: bool = True, allow: Allow = allow_all) -> dict[str, Any]:
         """The interpretation of a live workload, with its pods placed on the tree."""
-        if kind and api_version:
-            group, _, version = api_version.rpartition("/")
+        if kind and api_version:  # one exact GVK: a single GET (the kind token may be a plural)
             k0 = await self.known(kind, api_version)
             kind_name = k0[0].gvk[2] if k0 else kind
             res, obj = await self.fetch(api_version, kind_name, namespace, name, allow)

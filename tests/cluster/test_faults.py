@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from ..service.conftest import Server

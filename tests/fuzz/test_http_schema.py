@@ -35,8 +35,10 @@ from app.service.models import (
     DefinitionList,
     Health,
     Interpretation,
+    LiveInterpretation,
     Problem,
     ValidationResponse,
+    WorkloadList,
 )
 from tests.fuzz.test_engine_properties import (
     KINDS,
@@ -72,6 +74,8 @@ SUCCESS_MODELS: dict[str, type[BaseModel] | None] = {
     "GET /healthz": Health,
     "GET /readyz": Health,
     "GET /metrics": None,
+    "GET /workloads/{namespace}/{name}": LiveInterpretation,
+    "GET /workloads": WorkloadList,
 }
 
 
