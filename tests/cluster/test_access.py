@@ -40,7 +40,8 @@ def as_user(s: Server, user: str | None) -> httpx.Client:
 def test_token_required(secured: Server, objects: dict[str, Any]) -> None:
     anon = as_user(secured, None)
     for method, path in (("GET", f"/workloads/{NS}/guarded"), ("GET", "/workloads"), ("GET", "/definitions"),
-                         ("POST", "/interpret")):
+                         ("GET", "/definitions/jobset-x-k8s-io-jobset-v1alpha2"), ("POST", "/interpret"),
+                         ("POST", "/interpret/batch"), ("POST", "/definitions/validate")):
         r = anon.request(method, path, json=objects["jobset"] if method == "POST" else None)
         assert r.status_code == 401, (path, r.text)
         assert r.headers["content-type"] == "application/problem+json"
