@@ -13,10 +13,11 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# gojq (the upstream jq engine) is the oracle of the differential tests; wrk drives the soak.
+# gojq (the upstream jq engine) is the oracle of the differential tests; wrk drives the soak;
+# Chromium (driven by Playwright, no browser download) renders the web UI tests.
 tools:
-	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get install -y -qq gojq wrk >/dev/null; }
+	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium >/dev/null; }
 
 # A real kube-apiserver + etcd for the cluster tests, built once from Debian's packages and
 # cached outside the repository (~4 min the first time, instant afterwards).

@@ -39,6 +39,7 @@ from ..engine.interpret import InterpretationError
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.validate import reference_text
+from ..ui import mount_ui
 from . import metrics
 from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
 from .middleware import ServiceMiddleware
@@ -482,6 +483,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.DEFINITIONS.labels("invalid").set(invalid)
         return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
+    mount_ui(app)
     _patch_openapi(app)
     return app
 

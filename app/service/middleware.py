@@ -42,7 +42,8 @@ PUBLIC = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oa
 
 
 def _public(path: str) -> bool:
-    return path in PUBLIC
+    # The web UI's pages and assets hold no data (they call the API with the user's token).
+    return path in PUBLIC or path == "/ui" or path.startswith("/ui/")
 
 
 class _Route:
