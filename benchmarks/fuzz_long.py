@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=8.0)
     ap.add_argument("--min", type=int, default=10_000, help="generated cases the run must reach")
+    ap.add_argument("--log", default=str(Path(tempfile.gettempdir()) / "wlmap-fuzz-long.log"),
+                    help="where pytest's whole output goes (failures with their falsifying examples)")
     args = ap.parse_args()
     env = dict(os.environ, WLMAP_FUZZ_SCALE=str(args.scale))
     started = time.monotonic()
@@ -33,6 +36,7 @@ def main() -> int:
                            "--hypothesis-show-statistics", "--timeout", "3600"],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     took = time.monotonic() - started
+    Path(args.log).write_text(proc.stdout + proc.stderr)
     passing = failing = invalid = 0
     per_file: dict[str, int] = {}
     current = ""
@@ -53,7 +57,9 @@ def main() -> int:
     ok = proc.returncode == 0 and failing == 0 and passing >= args.min
     print("verdict:", "PASS" if ok else "FAIL")
     if proc.returncode != 0:
-        print(proc.stdout[-4000:])
+        failures = proc.stdout.split("= FAILURES =", 1)[-1].split("Hypothesis Statistics", 1)[0]
+        print(failures[-6000:])
+        print(f"whole output: {args.log}")
     return 0 if ok else 1
 
 

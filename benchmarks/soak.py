@@ -121,12 +121,17 @@ def main() -> int:
     proc, url, _ = start_server(1, "--jq-result-cache", "false")
     result: dict[str, Any] = {"segments": []}
     try:
-        cap = wrk(url, bodies, 10, 16, 0)
+        # Capacity with the same client shape as the soak (same connections, no pause).
+        cap = wrk(url, bodies, 10, args.connections, 0)
         target = cap["rps"] * args.fraction
-        # Each connection: delay + service time per request.  Calibrate the delay once.
-        delay = max(0.0, args.connections * 1000 / target - cap["p50"])
-        probe = wrk(url, bodies, 5, args.connections, delay)
-        delay = max(0.0, delay * probe["rps"] / target + (probe["rps"] - target) / target * cap["p50"])
+        # Each connection cycles through pause + latency: pick the pause for the target rate,
+        # then correct it twice with the latency measured at that pace.
+        delay, latency = 0.0, cap["p50"]
+        for _ in range(2):
+            delay = max(0.0, args.connections * 1000 / target - latency)
+            probe = wrk(url, bodies, 5, args.connections, delay)
+            latency = max(0.0, args.connections * 1000 / probe["rps"] - delay)
+        delay = max(0.0, args.connections * 1000 / target - latency)
         result.update(capacity_rps=cap["rps"], capacity_p99_ms=cap["p99"], target_rps=target, delay_ms=delay)
         print(f"capacity {cap['rps']:.0f} req/s (p99 {cap['p99']:.1f} ms); holding {target:.0f} req/s "
               f"({args.fraction:.0%}) with {args.connections} connections, {delay:.2f} ms pause each")
