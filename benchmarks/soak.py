@@ -124,14 +124,14 @@ def main() -> int:
         # Capacity with the same client shape as the soak (same connections, no pause).
         cap = wrk(url, bodies, 10, args.connections, 0)
         target = cap["rps"] * args.fraction
-        # Each connection cycles through pause + latency: pick the pause for the target rate,
-        # then correct it twice with the latency measured at that pace.
-        delay, latency = 0.0, cap["p50"]
-        for _ in range(2):
-            delay = max(0.0, args.connections * 1000 / target - latency)
+        # Each connection cycles through pause + latency: start from the cycle the target needs,
+        # then correct the pause by the cycle actually measured (wrk rounds pauses to whole
+        # milliseconds and latency falls as load does, so a formula alone overshoots).
+        cycle = args.connections * 1000 / target
+        delay = max(0.0, cycle - cap["p50"])
+        for _ in range(3):
             probe = wrk(url, bodies, 5, args.connections, delay)
-            latency = max(0.0, args.connections * 1000 / probe["rps"] - delay)
-        delay = max(0.0, args.connections * 1000 / target - latency)
+            delay = max(0.0, delay + cycle - args.connections * 1000 / probe["rps"])
         result.update(capacity_rps=cap["rps"], capacity_p99_ms=cap["p99"], target_rps=target, delay_ms=delay)
         print(f"capacity {cap['rps']:.0f} req/s (p99 {cap['p99']:.1f} ms); holding {target:.0f} req/s "
               f"({args.fraction:.0%}) with {args.connections} connections, {delay:.2f} ms pause each")
