@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -21,16 +20,32 @@ from typing import Any
 
 import yaml
 
-from ..cluster.kube import KARTAS, Forbidden, Gone, Kube, KubeError, NotFound, Resource
+from ..cluster.kube import (
+    KARTAS,
+    Forbidden,
+    Gone,
+    Kube,
+    KubeError,
+    NotFound,
+    Resource,
+    kubeconfig_namespace,
+    pod_namespace,
+)
 from ..cluster.sources import karta_definitions
 from ..cluster.workloads import LookupFailed, Workloads
-from ..karta.registry import Registry
 from ..engine.interpret import InterpretationError
+from ..karta.registry import Registry
 from . import render
-from .main import (EXIT_FAIL, EXIT_NO_DEFINITION, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, CliError, _dump_json,
-                   build_registry)
-
-SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+from .main import (
+    EXIT_FAIL,
+    EXIT_NO_DEFINITION,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    _dump_json,
+    build_registry,
+)
 
 
 class _Kube(Kube):
@@ -105,26 +120,7 @@ class _Kube(Kube):
 
 def default_namespace(kubeconfig: str | None, context: str | None) -> str:
     """The namespace of the kubeconfig's (current) context, else the pod's, else `default`."""
-    paths = [kubeconfig] if kubeconfig else \
-        [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
-    current, contexts = context, {}
-    for p in paths:  # merged as kubectl does: the first file to set a value wins
-        try:
-            doc = yaml.safe_load(Path(p).read_text())
-        except (OSError, yaml.YAMLError):
-            continue
-        if not isinstance(doc, dict):
-            continue
-        current = current or doc.get("current-context")
-        for c in doc.get("contexts") or []:
-            if isinstance(c, dict) and c.get("name") not in contexts:
-                contexts[c.get("name")] = c.get("context") or {}
-    ns = (contexts.get(current) or {}).get("namespace")
-    if ns:
-        return str(ns)
-    with contextlib.suppress(OSError):
-        return Path(SA_NAMESPACE).read_text().strip() or "default"
-    return "default"
+    return kubeconfig_namespace(kubeconfig, context) or pod_namespace() or "default"
 
 
 @contextlib.asynccontextmanager

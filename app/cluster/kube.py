@@ -15,17 +15,57 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import orjson
+import yaml
 
 log = logging.getLogger("wlmap.kube")
 
 GVK = tuple[str, str, str]  # (group, version, kind); group "" is the core group
+
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def in_cluster() -> bool:
+    """Running in a pod with a service account token."""
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{SA_DIR}/token")
+
+
+def pod_namespace() -> str | None:
+    try:
+        with open(f"{SA_DIR}/namespace") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def kubeconfig_namespace(kubeconfig: str | None, context: str | None = None) -> str | None:
+    """The namespace of the kubeconfig's context (`context`, else the current one).  Without a
+    path, $KUBECONFIG's files or ~/.kube/config, merged as kubectl does: the first to set wins."""
+    paths = [kubeconfig] if kubeconfig else \
+        [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
+    current, contexts = context, {}
+    for p in paths:
+        try:
+            doc = yaml.safe_load(Path(p).read_text())
+        except (OSError, yaml.YAMLError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        current = current or doc.get("current-context")
+        for c in doc.get("contexts") or []:
+            if isinstance(c, dict) and c.get("name") not in contexts:
+                contexts[c.get("name")] = c.get("context") or {}
+    ns = (contexts.get(current) or {}).get("namespace")
+    return str(ns) if ns else None
 
 
 class KubeError(Exception):
@@ -190,14 +230,10 @@ class Kube:
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> Kube:
         """From a kubeconfig file, else the in-cluster service account, else ~/.kube/config."""
-        import os
-
         from kubernetes_asyncio import client, config
 
         cfg = client.Configuration()
-        in_cluster = os.environ.get("KUBERNETES_SERVICE_HOST") and os.path.exists(
-            "/var/run/secrets/kubernetes.io/serviceaccount/token")
-        if kubeconfig or not in_cluster:
+        if kubeconfig or not in_cluster():
             await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
                                           persist_config=False)
         else:

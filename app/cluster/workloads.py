@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..engine.attribution import pod_ready
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
 from .kube import PODS, Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
@@ -81,13 +82,6 @@ def describe_ref(obj: dict[str, Any]) -> dict[str, str]:
     meta = obj.get("metadata") or {}
     return {"apiVersion": str(obj.get("apiVersion")), "kind": str(obj.get("kind")),
             "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name"))}
-
-
-def pod_ready(pod: dict[str, Any]) -> bool:
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if isinstance(c, dict) and c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
 
 
 class Workloads:
@@ -252,7 +246,8 @@ class Workloads:
                         allow: Allow = allow_all) -> dict[str, Any]:
         """One row per top-level workload of every known kind: name, kind, phase, pods, GPUs."""
         warnings: list[str] = []
-        served = [k for k in await self.known(kind) if k.resource is not None]
+        every = await self.known()
+        served = [k for k in every if k.resource is not None and (not kind or matches_token(kind, k))]
         if kind and not served:
             warnings.append(f'no served kind with a definition matches "{kind}"')
         # One list per group/kind, at its best served version.
@@ -261,7 +256,7 @@ class Workloads:
             gk = (k.gvk[0], k.gvk[2])
             if gk not in best or version_rank(k.gvk[1]) > version_rank(best[gk].gvk[1]):
                 best[gk] = k
-        covered = {gk for gk in best} | {(k.gvk[0], k.gvk[2]) for k in await self.known()}
+        covered = {(k.gvk[0], k.gvk[2]) for k in every}
 
         async def objects(k: Known) -> list[tuple[Known, dict[str, Any]]]:
             assert k.resource is not None
@@ -280,7 +275,7 @@ class Workloads:
         lists = await asyncio.gather(*(objects(k) for k in best.values()))
         found = [x for lst in lists for x in lst]
 
-        indexes: dict[str | None, OwnerIndex] = {}
+        indexes: dict[str | None, OwnerIndex] = {}  # owner lists per namespace, shared with the ready counts
 
         async def top_level(obj: dict[str, Any]) -> bool:
             meta = obj.get("metadata") or {}
@@ -292,7 +287,7 @@ class Workloads:
 
         keep = await asyncio.gather(*(top_level(o) for _, o in found))
         found = [f for f, k in zip(found, keep) if k]
-        ready = await self._ready_counts([o for _, o in found], namespace, allow, warnings)
+        ready = await self._ready_counts([o for _, o in found], namespace, allow, warnings, indexes)
 
         async def row(k: Known, obj: dict[str, Any]) -> dict[str, Any]:
             uid = str((obj.get("metadata") or {}).get("uid"))
@@ -316,7 +311,7 @@ class Workloads:
         return {"items": items, "warnings": sorted(set(warnings))}
 
     async def _ready_counts(self, objs: list[dict[str, Any]], namespace: str | None, allow: Allow,
-                            warnings: list[str]) -> dict[str, int]:
+                            warnings: list[str], indexes: dict[str | None, OwnerIndex]) -> dict[str, int]:
         if not objs:
             return {}
         if not await allow("list", PODS, namespace, None):
@@ -332,7 +327,8 @@ class Workloads:
             by_ns.setdefault((p.get("metadata") or {}).get("namespace"), []).append(p)
         counts: dict[str, int] = {str((o.get("metadata") or {}).get("uid")): 0 for o in objs}
         for ns, ps in by_ns.items():
-            chains = await OwnerIndex(self.kube, ns).chains([p.get("metadata") or {} for p in ps])
+            index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
+            chains = await index.chains([p.get("metadata") or {} for p in ps])
             for p, chain in zip(ps, chains):
                 if pod_ready(p):
                     for uid in chain & counts.keys():

@@ -10,43 +10,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from pathlib import Path
 from typing import Any
 
 from ..cluster.access import Access
-from ..cluster.kube import Kube
+from ..cluster.kube import Kube, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
 from ..cluster.workloads import Interpret, Workloads
-from .settings import SA_DIR, Settings, auth_mode
+from .settings import Settings, auth_mode
 from .store import DefinitionStore
 
 log = logging.getLogger("wlmap.cluster")
 
 
-def _kubeconfig_namespace(path: str | None) -> str | None:
-    import yaml
-
-    try:
-        doc = yaml.safe_load(Path(path).read_text()) if path else None
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    current = doc.get("current-context")
-    for c in doc.get("contexts") or []:
-        if isinstance(c, dict) and c.get("name") == current:
-            return (c.get("context") or {}).get("namespace")
-    return None
-
-
 def service_namespace(s: Settings) -> str:
-    if s.namespace:
-        return s.namespace
-    try:
-        return Path(f"{SA_DIR}/namespace").read_text().strip()
-    except OSError:
-        pass
-    return _kubeconfig_namespace(s.kubeconfig) or "default"
+    """--namespace, else the pod's, else the kubeconfig context's, else `default`."""
+    return s.namespace or pod_namespace() or kubeconfig_namespace(s.kubeconfig) or "default"
 
 
 class Cluster:

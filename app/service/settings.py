@@ -6,6 +6,8 @@ import argparse
 import os
 from dataclasses import dataclass, field
 
+from ..cluster.kube import in_cluster
+
 
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"WLMAP_{name.upper().replace('-', '_')}", default)
@@ -144,13 +146,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
                     eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
                     jq_result_cache=args.jq_result_cache)
-
-
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
-def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists(f"{SA_DIR}/token")
 
 
 def cluster_enabled(s: Settings) -> bool:
