@@ -59,25 +59,40 @@ def start_server(workers: int, *extra: str) -> tuple[subprocess.Popen, str, floa
         time.sleep(0.02)
 
 
-def _tree_cpu_seconds(root: int) -> float:
-    """utime+stime of a process and all its descendants (the uvicorn workers)."""
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat fields after the command name (field 4, ppid, is index 1)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_tree(root: int) -> list[int]:
+    """A process and all its descendants (uvicorn and evaluation workers)."""
     ppid: dict[int, int] = {}
-    ticks: dict[int, int] = {}
     for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ppid[int(d)] = int(fields[1])
-        ticks[int(d)] = int(fields[11]) + int(fields[12])
-    todo, total = [root], 0
+        if d.isdigit():
+            try:
+                ppid[int(d)] = int(_stat(int(d))[1])
+            except OSError:
+                continue
+    tree, todo = [], [root]
     while todo:
         pid = todo.pop()
-        total += ticks.get(pid, 0)
+        tree.append(pid)
         todo += [c for c, p in ppid.items() if p == pid]
-    return total / os.sysconf("SC_CLK_TCK")
+    return tree
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime of one process, in clock ticks (0 once it is gone)."""
+    try:
+        fields = _stat(pid)
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """utime+stime of a process and all its descendants."""
+    return sum(cpu_ticks(pid) for pid in process_tree(root)) / os.sysconf("SC_CLK_TCK")
 
 
 def wrk(url: str, path: str, body: str, duration: int, connections: int, threads: int = 2) -> dict[str, float]:

@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.http_bench import start_server  # noqa: E402
+from benchmarks.http_bench import process_tree, start_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = ["definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml",
@@ -43,22 +43,12 @@ WORKLOADS = ["definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml"
 
 def tree_rss_mb(root: int) -> float:
     """Resident memory of a process and all its descendants."""
-    ppid: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+    pages = 0
+    for pid in process_tree(root):
         try:
-            stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-            statm = Path(f"/proc/{d}/statm").read_text().split()
+            pages += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
         except OSError:
             continue
-        ppid[int(d)], rss[int(d)] = int(stat[1]), int(statm[1])
-    todo, pages = [root], 0
-    while todo:
-        pid = todo.pop()
-        pages += rss.get(pid, 0)
-        todo += [c for c, p in ppid.items() if p == pid]
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 

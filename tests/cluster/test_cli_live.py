@@ -24,6 +24,7 @@ from app.cli.main import main
 
 from .apiserver import ApiServer
 from .kubeobjects import Kubectl, owner_ref, pod, running, unschedulable
+from .util import fixture_object
 
 ROOT = Path(__file__).resolve().parents[2]
 WLMAP = Path(sys.executable).parent / "wlmap"
@@ -42,11 +43,7 @@ def wlmap(*args: str, kubeconfig: Path | str | None = None) -> subprocess.Comple
 
 def manifest(path: Path, namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A testdata object ready to apply in `namespace`, and the status it was recorded with."""
-    doc = yaml.safe_load(path.read_text())
-    for k in ("uid", "resourceVersion", "creationTimestamp", "generation"):
-        doc["metadata"].pop(k, None)
-    doc["metadata"]["namespace"] = namespace
-    return doc, doc.pop("status", {})
+    return fixture_object(str(path.relative_to(ROOT)), namespace)
 
 
 def make_jobset(kubectl: Kubectl, ns: str) -> dict[str, Any]:

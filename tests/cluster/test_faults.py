@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from benchmarks.http_bench import cpu_ticks, process_tree
+
 from ..service.conftest import Server
 from .apiserver import ApiServer, ensure_binaries
 from .conftest import SERVICE_NS
@@ -86,23 +88,10 @@ def test_configmap_deleted_and_recreated(service: Server, kubectl: Kubectl, clea
         eventually(lambda: source_of(c, BATCHTASK) == "configmap", what="back with the new ConfigMap")
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        out += [int(x) for x in text]
-    return out
-
-
-def _cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime
-
-
 def _busiest(pids: list[int]) -> int:
-    before = {p: _cpu_ticks(p) for p in pids}
+    before = {p: cpu_ticks(p) for p in pids}
     time.sleep(0.3)
-    return max(pids, key=lambda p: _cpu_ticks(p) - before[p])
+    return max(pids, key=lambda p: cpu_ticks(p) - before[p])
 
 
 def test_worker_killed_mid_request_is_retried(tmp_path: Path) -> None:
@@ -125,7 +114,7 @@ def test_worker_killed_mid_request_is_retried(tmp_path: Path) -> None:
         t = threading.Thread(target=call)
         t.start()
         time.sleep(0.3)
-        busy = _busiest(_children(s.proc.pid))  # the worker evaluating this request
+        busy = _busiest(process_tree(s.proc.pid)[1:])  # the worker evaluating this request
         os.kill(busy, signal.SIGKILL)
         t.join(60)
         assert result["status"] == 200, result

@@ -195,17 +195,20 @@ def test_body_of_4_mib_is_refused(client: httpx.Client) -> None:
     assert r.status_code == 413, problem
 
 
+def padded_pod(chunks: int, size: int, envelope: tuple[str, str] = ("", "")) -> Iterator[bytes]:
+    """A Pod manifest padded to `chunks` x `size` bytes, sent as it is generated (no length)."""
+    yield envelope[0].encode() + b'{"apiVersion": "v1", "kind": "Pod", "pad": "'
+    block = b"x" * size
+    for _ in range(chunks):
+        yield block
+    yield b'"}' + envelope[1].encode()
+
+
 @pytest.mark.parametrize("path", ["/interpret", "/definitions/validate"])
 def test_body_of_4_mib_without_content_length_is_refused(server: Server, path: str) -> None:
-    def chunks() -> Iterator[bytes]:
-        yield b'{"apiVersion": "v1", "kind": "Pod", "pad": "'
-        for _ in range(64):
-            yield b"x" * (64 * 1024)
-        yield b'"}'
-
     with httpx.Client(base_url=server.url, timeout=30) as c:
         try:
-            r = c.post(path, content=chunks(), headers={"content-type": "application/json"})
+            r = c.post(path, content=padded_pod(64, 64 * 1024), headers={"content-type": "application/json"})
         except httpx.HTTPError:
             return  # the server may close the connection once the limit is crossed
     check_answer(r.status_code, r.headers.get("content-type", ""), r.content)
@@ -223,21 +226,13 @@ def test_body_of_100_mb_is_refused_without_buffering_it(server: Server, declared
     """100 MB at the service: a 413 (or the connection closed once the limit is crossed), the
     memory of the server stays where it was, and it keeps serving."""
     before = _tree_rss_mb(server.proc.pid)
-    chunk = b"x" * (1024 * 1024)
-
-    def chunks() -> Iterator[bytes]:
-        yield b'{"apiVersion": "v1", "kind": "Pod", "pad": "'
-        for _ in range(100):
-            yield chunk
-        yield b'"}'
-
     headers = {"content-type": "application/json"}
     if declared:
-        headers["content-length"] = str(100 * len(chunk) + 46)
+        headers["content-length"] = str(100 * 1024 * 1024 + 46)
     started = time.monotonic()
     with httpx.Client(base_url=server.url, timeout=60) as c:
         try:
-            r = c.post("/interpret", content=chunks(), headers=headers)
+            r = c.post("/interpret", content=padded_pod(100, 1024 * 1024), headers=headers)
             check_answer(r.status_code, r.headers.get("content-type", ""), r.content)
             assert r.status_code == 413
         except httpx.HTTPError:
@@ -431,14 +426,9 @@ def test_bug_chunked_oversized_batch_body_is_400_not_413(server: Server) -> None
     FastAPI reads it for /interpret/batch; FastAPI turns the exception into 400 "There was an
     error parsing the body" instead of the documented 413 (/interpret and /definitions/validate
     answer 413)."""
-    def chunks() -> Iterator[bytes]:
-        yield b'{"items": [{"object": {"apiVersion": "v1", "kind": "Pod", "pad": "'
-        for _ in range(64):
-            yield b"x" * (64 * 1024)
-        yield b'"}}]}'
-
     with httpx.Client(base_url=server.url, timeout=30) as c:
-        r = c.post("/interpret/batch", content=chunks(), headers={"content-type": "application/json"})
+        body = padded_pod(64, 64 * 1024, envelope=('{"items": [{"object": ', "}]}"))
+        r = c.post("/interpret/batch", content=body, headers={"content-type": "application/json"})
     check_answer(r.status_code, r.headers.get("content-type", ""), r.content)
     assert r.status_code == 413, r.text
 
