@@ -227,12 +227,11 @@ class Workloads:
             k0 = await self.known(kind, api_version)
             kind_name = k0[0].gvk[2] if k0 else kind
             res, obj = await self.fetch(api_version, kind_name, namespace, name, allow)
-            known = Known(self.definition_for(res.gvk), res)
         else:
             known, obj = await self.find(namespace, name, kind, api_version, allow)
             assert known.resource is not None
             res = known.resource
-        definition = self.definition_for(known.gvk)
+        definition = self.definition_for(res.gvk)
         pods = await self.pods_of(obj, res, allow) if with_pods else None
         out = await self.interpret(definition, obj, pods)
         if pods is not None:
