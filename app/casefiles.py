@@ -7,8 +7,12 @@
 
 `expect` keys are paths into the interpretation JSON (`status.phase`, `totals.gpus`,
 `tree.children[0].instances[1].replicas`, `gang.podGroup.subGroups[0].minAvailable`); `error`
-expects the interpretation to fail with a message containing that text.  `wlmap definitions
-test DIR` and the catalog test both run these, so users get the same harness as the catalog.
+expects a failure with a message containing that text: either no result at all, or a partial
+one (`complete: false`), whose shape `expect` can then assert (`status.phase`, `totals: null`,
+`errors[0].component`, `tree.children[1].error.message`).  A partial result is a failure of
+the case unless the case expects it (`error`, or `complete: false` in `expect`).
+`wlmap definitions test DIR` and the catalog test both run these, so users get the same
+harness as the catalog.
 """
 
 from __future__ import annotations
@@ -108,9 +112,17 @@ def _run_case(folder: Path, case: dict[str, Any], registry: Registry) -> CaseRes
     except (OSError, ValueError, KeyError) as e:
         res.failures.append(f"cannot run case: {e}")
         return res
+    expect = case.get("expect") or {}
+    messages = [e["message"] for e in result.get("errors") or []]
     if case.get("error"):
-        res.failures.append(f"expected an error containing {case['error']!r}, but it succeeded")
-    for path, want in (case.get("expect") or {}).items():
+        if not any(case["error"] in m for m in messages):
+            res.failures.append(f"expected an error containing {case['error']!r}, but "
+                                + (f"the errors were: {'; '.join(messages)}" if messages else "it succeeded"))
+    elif result.get("complete") is False and expect.get("complete") is not False:
+        res.failures.append("interpretation incomplete: " + "; ".join(
+            f"{e['part']}{' ' + e['component'] if e.get('component') else ''}: {e['message']}"
+            for e in result["errors"]))
+    for path, want in expect.items():
         got = lookup(result, path)
         if got is _MISSING:
             res.failures.append(f"{path}: missing in result")

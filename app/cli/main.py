@@ -94,6 +94,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
         else:
             results.append(out)
     ok = [r for r in results if "error" not in r]
+    partial = any(r.get("complete") is False for r in ok)  # printed like any result, but not a success
     if args.output == "jsonl":
         for r in results:
             print(json.dumps(r, ensure_ascii=False))
@@ -115,7 +116,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
             print("\n\n".join("\n".join(render.tree_lines(r)) for r in ok))
     if no_def and len(ok) == 0:
         return EXIT_NO_DEFINITION
-    return EXIT_FAIL if failed else EXIT_OK
+    return EXIT_FAIL if failed or partial else EXIT_OK
 
 
 async def _evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,

@@ -36,8 +36,11 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
     def add(node: dict[str, Any], prefix: str, branch: str) -> None:
         instances = node["instances"]
         single = len(instances) == 1 and instances[0]["id"] is None
-        t = node["totals"]
-        if single:
+        t = node["totals"] or _UNKNOWN
+        if node.get("error"):  # a component that could not be read: marked, nothing counted
+            rows.append([prefix + branch + node["name"] + " " + FAILED_MARK, _kind(node["kind"]), "", "", "?", "?",
+                         "?", "?", ""])
+        elif single:
             inst = instances[0]
             pod = inst.get("pod")
             rows.append([prefix + branch + node["name"], _kind(node["kind"]), _replicas(inst),
@@ -67,22 +70,49 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
         rows = [r[:-1] for r in rows]
     w = result["workload"]
     d = result["definition"]
-    st = result["status"]
     where = f"{w['namespace']}/{w['name']}" if w.get("namespace") else str(w.get("name"))
-    out = [f"{w['kind']} {where}",
-           f"definition: {d['name']} ({d['source']})",
-           f"phase: {st['phase']}" + (f"   matched: {','.join(st['matched'])}" if st["matched"] != [st["phase"]] else "")
-           + (f"   raw phase: {st['rawPhase']}" if st.get("rawPhase") else ""), ""]
+    out = [f"{w['kind']} {where}", f"definition: {d['name']} ({d['source']})", phase_line(result.get("status")), ""]
     out += _table(rows)
     t = result["totals"]
-    req = ", ".join(f"{k}={v}" for k, v in t["requests"].items())
-    out += ["", f"total: {t['pods']} pods, {t['gpus']} GPUs" + (f"  ({req})" if req else "")]
+    if t is None:
+        out += ["", "total: unknown (a component could not be read; a partial count is not a total)"]
+    else:
+        req = ", ".join(f"{k}={v}" for k, v in t["requests"].items())
+        out += ["", f"total: {t['pods']} pods, {t['gpus']} GPUs" + (f"  ({req})" if req else "")]
+    if result.get("gang") is None and "gang" in result:
+        out.append("gang: unknown (a component it sizes could not be read)")
     out += gang_lines(result.get("gang") or {})
     if result.get("live"):
         live = result["live"]
         out.append(f"live: {live['ready']}/{live['desired']} ready, {live['current']} pods")
     for warning in result.get("warnings") or []:
         out.append(f"warning: {warning}")
+    out += error_lines(result)
+    return out
+
+
+FAILED_MARK = "✗ FAILED"
+_UNKNOWN = {"pods": "?", "gpus": "?", "requests": {}}
+
+
+def phase_line(st: dict[str, Any] | None) -> str:
+    if st is None:
+        return "phase: unknown (the status could not be read)"
+    return (f"phase: {st['phase']}" + (f"   matched: {','.join(st['matched'])}" if st["matched"] != [st["phase"]] else "")
+            + (f"   raw phase: {st['rawPhase']}" if st.get("rawPhase") else ""))
+
+
+def error_lines(result: dict[str, Any]) -> list[str]:
+    """The parts of a partial interpretation that failed, each with where and why."""
+    errors = result.get("errors") or []
+    if not errors:
+        return []
+    out = ["", f"INCOMPLETE: {len(errors)} part{'s' if len(errors) != 1 else ''} could not be computed"]
+    for e in errors:
+        what = e["part"] + (f" {e['component']}" if e.get("component") else "")
+        out.append(f"  {what}: {e['message']}")
+        if e.get("path"):
+            out.append(f"    at {e['path']}" + (f"  ({e['expression']})" if e.get("expression") else ""))
     return out
 
 

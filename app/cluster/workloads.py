@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.attribution import pod_ready
+from ..engine.interpret import generic_flags
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
 from .kube import PODS, Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
@@ -236,8 +237,8 @@ class Workloads:
         out = await self.interpret(definition, obj, pods)
         if pods is not None:
             live = out.setdefault("live", {})
-            live["deleting"] = bool(out["status"].get("deleting"))
-            live["stale"] = bool(out["status"].get("stale"))
+            flags = out["status"] if out.get("status") is not None else generic_flags(obj)
+            live["deleting"], live["stale"] = bool(flags.get("deleting")), bool(flags.get("stale"))
         return out
 
     # -- many -----------------------------------------------------------------------------
@@ -299,10 +300,15 @@ class Workloads:
                             "error": str(getattr(e, "detail", None) or e)})
                 return out
             out["workload"] = result["workload"]
-            out.update({"phase": result["status"]["phase"], "matched": result["status"]["matched"],
-                        "pods": {"ready": ready.get(uid), "desired": result["totals"]["pods"]},
-                        "gpus": result["totals"]["gpus"], "definition": result["definition"]["name"],
-                        "createdAt": (obj.get("metadata") or {}).get("creationTimestamp")})
+            st, totals = result.get("status"), result.get("totals")
+            # A partial interpretation keeps its phase; counts it cannot vouch for are null.
+            out.update({"phase": st["phase"] if st else None, "matched": st["matched"] if st else None,
+                        "pods": {"ready": ready.get(uid), "desired": totals["pods"] if totals else None},
+                        "gpus": totals["gpus"] if totals else None, "definition": result["definition"]["name"],
+                        "createdAt": (obj.get("metadata") or {}).get("creationTimestamp"),
+                        "complete": result.get("complete", True)})
+            if result.get("errors"):
+                out["errors"] = result["errors"]
             return out
 
         items = list(await asyncio.gather(*(row(k, o) for k, o in found)))

@@ -117,7 +117,8 @@ def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[Po
     walk(tree, pods, True)
     ready_names = {r["name"] for r in rows if r["ready"]}
     return {
-        "current": len(placed), "ready": len(ready_names & placed), "desired": tree["totals"]["pods"],
+        "current": len(placed), "ready": len(ready_names & placed),
+        "desired": tree["totals"]["pods"] if tree["totals"] is not None else None,  # unknown when partial
         "pods": sorted(rows, key=lambda r: (r["name"], r["component"])),
         "unplaced": sorted(p.name for p in pods if p.name not in placed),
     }

@@ -18,10 +18,19 @@ class GangError(Exception):
     pass
 
 
+class ComponentFailed(GangError):
+    """A component the gang sizes could not be extracted: the whole gang is unknown (a partial
+    minimum would under-size the group).  `path` is the gang instruction that needed it."""
+
+    def __init__(self, component: str, error: ExtractionError, path: str = ""):
+        super().__init__(error.message)
+        self.component, self.error, self.path = component, error, path
+
+
 def _values(values: dict[str, ComponentValues | ExtractionError], name: str) -> ComponentValues:
     v = values.get(name)
     if isinstance(v, ExtractionError):
-        raise GangError(v.message)
+        raise ComponentFailed(name, v)
     if v is None:
         raise GangError(f"component {name} is not defined")
     return v
@@ -80,15 +89,22 @@ def _topology(t: Any) -> dict[str, str] | None:
             "requiredTopologyLevel": t.required_topology_level}
 
 
-def _safe(fn: Any) -> tuple[int | None, str | None]:
+def _safe(fn: Any, path: str) -> tuple[int | None, str | None]:
     try:
         return fn(), None
+    except ComponentFailed as e:
+        e.path = path
+        raise
     except GangError as e:
         return None, str(e)
 
 
+_GANG = "spec.optimizationInstructions.gangScheduling"
+
+
 def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str) -> dict[str, Any]:
-    """The workload-level gang view (no pods needed); {} without gang instructions."""
+    """The workload-level gang view (no pods needed); {} without gang instructions.  Raises
+    ComponentFailed when a component it sizes could not be extracted."""
     gang = cd.definition.karta.gang
     if gang is None or (gang.pod_group is None and not gang.pod_groups):
         return {}
@@ -98,8 +114,9 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
         pg = gang.pod_group
         v2: dict[str, Any] = {"name": f"pg-{owner_id}-{pg.name}", "definitionName": pg.name}
         subs = []
-        for sg in pg.sub_groups or []:
-            n, err = _safe(lambda sg=sg: subtree_scale(cd, values, sg.component_name or ""))
+        for i, sg in enumerate(pg.sub_groups or []):
+            n, err = _safe(lambda sg=sg: subtree_scale(cd, values, sg.component_name or ""),
+                           f"{_GANG}.podGroup.subGroups[{i}]")
             entry: dict[str, Any] = {"name": sg.component_name, "minAvailable": n}
             if sg.topology is not None:
                 entry["topology"] = _topology(sg.topology)
@@ -111,7 +128,7 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
         if subs:
             v2["minAvailable"], v2["minSubGroup"], v2["subGroups"] = 0, len(subs), subs
         else:
-            n, err = _safe(lambda: subtree_scale(cd, values, root))
+            n, err = _safe(lambda: subtree_scale(cd, values, root), f"{_GANG}.podGroup")
             v2["minAvailable"] = n
             v2["minSubGroup"] = 0
             v2["subGroups"] = []
@@ -123,10 +140,11 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
         out["podGroup"] = v2
     if gang.pod_groups:
         groups = []
-        for g in gang.pod_groups:
+        for gi, g in enumerate(gang.pod_groups):
             members = []
-            for m in g.members or []:
-                n, err = _safe(lambda m=m: subtree_scale(cd, values, m.component_name or ""))
+            for mi, m in enumerate(g.members or []):
+                n, err = _safe(lambda m=m: subtree_scale(cd, values, m.component_name or ""),
+                               f"{_GANG}.podGroups[{gi}].members[{mi}]")
                 entry = {"component": m.component_name, "minAvailable": n,
                          "groupByKeyPaths": list(m.group_by_key_paths or []), "filters": list(m.filters or [])}
                 if err:

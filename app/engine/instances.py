@@ -161,6 +161,16 @@ def _zip_error(ids: list[str], results: list[Any]) -> str:
     return f"instance ids count ({len(ids)}) does not match results count ({len(results)})"
 
 
+def _culprit(lists: dict[str, list[Any]], where: dict[str, tuple[str, str]], count: int,
+             default: str) -> tuple[str, str | None]:
+    """The path and expression behind a count mismatch: the first path that yielded the reported
+    count (the reference only reports the count; naming the path is what lets a user fix it)."""
+    for key, vals in lists.items():
+        if len(vals) == count:
+            return where[key]
+    return default, None
+
+
 def instance_ids(c: ComponentDefinition, results: Lookup, path: str) -> list[str]:
     if not c.instance_id_path:
         return [""]
@@ -231,11 +241,13 @@ _FRAGMENT_TYPES = {
 
 def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup, path: str) -> None:
     lists: dict[str, list[Any]] = {}
+    where: dict[str, tuple[str, str]] = {}
     for attr, go_name, key in FRAGMENT_FIELDS:
         expr = getattr(frag, attr)
         if not expr:
             continue
         fp = f"{path}.{go_name[0].lower()}{go_name[1:]}"
+        where[key] = (fp, expr)
         want, go_type = _FRAGMENT_TYPES[key]
         try:
             outs = _outputs(results, expr, fp)
@@ -244,8 +256,8 @@ def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance],
             raise ExtractionError(f"failed to get fragmented pod specs: {e}", fp, expr) from None
     count = max((len(v) for v in lists.values()), default=0)
     if count != len(ids):
-        raise ExtractionError(f"failed to get fragmented pod specs: instance ids count ({len(ids)}) does not match "
-                              f"results count ({count})", path)
+        raise ExtractionError(f"failed to get fragmented pod specs: {_zip_error(ids, [None] * count)}",
+                              *_culprit(lists, where, count, path))
     for n, i in enumerate(ids):
         # Shorter lists are padded with zero values (absent), so fragments never misalign here.
         per_id[i].fragmented = {k: v[n] for k, v in lists.items() if n < len(v)}
@@ -255,19 +267,21 @@ def _scales(c: ComponentDefinition, ids: list[str], per_id: dict[str, ExtractedI
             path: str) -> None:
     sc = c.scale_definition
     lists: dict[str, list[int | None]] = {}
+    where: dict[str, tuple[str, str]] = {}
     for attr, key in (("replicas_path", "replicasPath"), ("min_replicas_path", "minReplicasPath"),
                       ("max_replicas_path", "maxReplicasPath")):
         expr = getattr(sc, attr)
         if not expr:
             continue
+        where[attr] = (f"{path}.{key}", expr)
         try:
             lists[attr] = [to_int32(v, i) for i, v in enumerate(_outputs(results, expr, f"{path}.{key}"))]
         except ConversionError as e:
             raise ExtractionError(f"failed to get scales: {e}", f"{path}.{key}", expr) from None
     count = max((len(v) for v in lists.values()), default=0)
     if count != len(ids):
-        raise ExtractionError(f"failed to get scales: instance ids count ({len(ids)}) does not match results count "
-                              f"({count})", path)
+        raise ExtractionError(f"failed to get scales: {_zip_error(ids, [None] * count)}",
+                              *_culprit(lists, where, count, path))
 
     def at(attr: str, n: int) -> int | None:
         v = lists.get(attr)

@@ -19,7 +19,7 @@ from cachetools import LRUCache
 from ..karta.load import Definition
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
-from .gang import group_pods, pod_gang, workload_gang
+from .gang import ComponentFailed, group_pods, pod_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .jqbatch import Result
 from .pods import PodInput
@@ -83,7 +83,18 @@ def _results(cd_batch_index: dict[str, int], row: list[Result]) -> dict[str, Res
 class _Ctx:
     cd: CompiledDefinition
     values: dict[str, ComponentValues | ExtractionError]
-    errors: list[dict[str, Any]]
+    errors: list[dict[str, Any]]  # one per failed part, in the contract's "errors" shape
+
+
+def part_error(part: str, e: ExtractionError, component: str | None = None,
+               path: str | None = None) -> dict[str, Any]:
+    """One entry of `errors`: which part, which component, the definition path and expression,
+    and the reference's message."""
+    out: dict[str, Any] = {"part": part}
+    if component is not None:
+        out["component"] = component
+    out.update(path=path if path is not None else e.path, expression=e.expression, message=e.message)
+    return out
 
 
 def _instance_requests(inst: ExtractedInstance) -> Requests:
@@ -186,11 +197,9 @@ def _facts(inst: ExtractedInstance) -> _PodFacts:
     return facts
 
 
-def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Requests]:
-    cd = ctx.cd
-    c = cd.components[name]
-    v = ctx.values[name]
-    assert isinstance(v, ComponentValues)
+def _instances(ctx: _Ctx, c: Any, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], int, int, Requests]:
+    """The instance entries of one extracted component and their sums.  Raises ExtractionError
+    when a pod definition holds a quantity the reference cannot parse."""
     pods = gpus = 0
     total: Requests = {}
     instances = []
@@ -203,8 +212,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Re
             try:
                 facts = _facts(inst)
             except QuantityError as e:
-                ctx.errors.append({"path": f"{path}.specDefinition", "message": f"instance {inst.id!r}: {e}"})
-                facts = _PodFacts({}, _pod_view(inst, {}), 0, {})
+                raise ExtractionError(f"instance {inst.id!r}: {e}", f"{path}.specDefinition") from None
             n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
             entry["pod"] = dict(facts.view)
             i_gpus = _clamp(facts.gpus * n)
@@ -214,22 +222,55 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], int, int, Re
         else:
             entry["totals"] = {"pods": 0, "gpus": 0, "requests": {}}
         instances.append(entry)
+    return instances, pods, gpus, total
+
+
+_Sums = tuple[int, int, Requests] | None  # None: a component in the subtree failed, no count is whole
+
+
+def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
+    """One component's node and its subtree's sums.  A failed component keeps its node, with
+    `error` and no instances; its children are still built (their paths are their own), but
+    no total above it is given, since a partial count must never pass for the whole."""
+    cd = ctx.cd
+    c = cd.components[name]
+    v = ctx.values[name]
+    error = None
+    if isinstance(v, ExtractionError):
+        error = next(e for e in ctx.errors if e.get("component") == name)
+        instances: list[dict[str, Any]] = []
+        sums: _Sums = None
+    else:
+        try:
+            instances, pods, gpus, total = _instances(ctx, c, v, path)
+            sums = (pods, gpus, total)
+        except ExtractionError as e:
+            ctx.values[name] = e  # the gang must not size a component whose pods cannot be read
+            error = part_error("component", e, name)
+            ctx.errors.append(error)
+            instances, sums = [], None
     children = []
-    for i, child in enumerate(cd.children.get(name, [])):
+    for child in cd.children.get(name, []):
         idx = cd.order.index(child) - 1
-        node, p, g, r = _node(ctx, child, f"spec.structureDefinition.childComponents[{idx}]")
+        node, child_sums = _node(ctx, child, f"spec.structureDefinition.childComponents[{idx}]")
         children.append(node)
-        pods, gpus, total = pods + p, _clamp(gpus + g), add(total, r)
+        if sums is not None and child_sums is not None:
+            p, g, r = child_sums
+            sums = (sums[0] + p, _clamp(sums[1] + g), add(sums[2], r))
+        else:
+            sums = None
     kind = c.kind
     node = {
         "name": name,
         "kind": {"group": kind.group or "", "version": kind.version or "", "kind": kind.kind or ""} if kind else None,
         "podBearing": c.pod_bearing,
         "instances": instances,
-        "totals": {"pods": pods, "gpus": gpus, "requests": to_strings(total)},
+        "totals": {"pods": sums[0], "gpus": sums[1], "requests": to_strings(sums[2])} if sums is not None else None,
         "children": children,
     }
-    return node, pods, gpus, total
+    if error is not None:
+        node["error"] = error
+    return node, sums
 
 
 def _component_path(cd: CompiledDefinition, name: str) -> str:
@@ -308,6 +349,13 @@ def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
     return {"deleting": bool(meta.get("deletionTimestamp")), "stale": bool(stale)}
 
 
+def phase_of(result: dict[str, Any]) -> str:
+    """The primary phase, or "Unknown" when the status part could not be computed (for logs and
+    metric labels; the JSON itself says `status: null`)."""
+    st = result.get("status")
+    return st["phase"] if st else "Unknown"
+
+
 Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch, expression index)
 
 # jq results by (definition, projected input text): schedulers re-interpret unchanged workloads
@@ -352,42 +400,51 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     text = _checked_text(obj, cd)
     results = _results(cd.workload_index, _workload_results(cd, text, progress))
 
+    # Status, each component and the gang are computed independently (the reference's status
+    # call does not depend on its tree build): whatever computes is returned, the rest is named.
     ctx = _Ctx(cd, {}, [])
-    for name in cd.order:
-        try:
-            ctx.values[name] = extract_component(cd.components[name], results, _component_path(cd, name))
-        except ExtractionError as e:
-            ctx.values[name] = e
-            ctx.errors.append({"path": e.path, "message": e.message, "expression": e.expression})
     root = cd.components[cd.order[0]]
     status = None
     try:
         status = evaluate_status(root.status_definition, results, f"{_component_path(cd, cd.order[0])}.statusDefinition")
     except ExtractionError as e:
-        ctx.errors.append({"path": e.path, "message": e.message, "expression": e.expression})
-    if ctx.errors:
+        ctx.errors.append(part_error("status", e))
+    for name in cd.order:
+        try:
+            ctx.values[name] = extract_component(cd.components[name], results, _component_path(cd, name))
+        except ExtractionError as e:
+            ctx.values[name] = e
+            ctx.errors.append(part_error("component", e, name))
+    tree, sums = _node(ctx, cd.order[0], _component_path(cd, cd.order[0]))
+    if status is None and all(isinstance(v, ExtractionError) for v in ctx.values.values()):
         raise InterpretationError(f"cannot interpret {obj.get('kind')}/{(obj.get('metadata') or {}).get('name')} "
                                   f"with definition {definition.name}", ctx.errors)
 
-    tree, pods_total, gpus_total, req_total = _node(ctx, cd.order[0], _component_path(cd, cd.order[0]))
-    if ctx.errors:
-        raise InterpretationError(f"cannot compute requests with definition {definition.name}", ctx.errors)
-    assert status is not None
-    status_out: dict[str, Any] = {"phase": status.phase, "matched": status.matched}
-    if root.status_definition.phase_definition is not None:
-        status_out["rawPhase"] = status.raw_phase
-    status_out["conditions"] = [c.as_dict() for c in status.conditions]
-    status_out.update(generic_flags(obj))
+    status_out: dict[str, Any] | None = None
+    if status is not None:
+        status_out = {"phase": status.phase, "matched": status.matched}
+        if root.status_definition.phase_definition is not None:
+            status_out["rawPhase"] = status.raw_phase
+        status_out["conditions"] = [c.as_dict() for c in status.conditions]
+        status_out.update(generic_flags(obj))
 
     meta = obj.get("metadata") or {}
     owner_id = str(meta.get("uid") or meta.get("name") or "")
+    gang: dict[str, Any] | None
+    try:
+        gang = workload_gang(cd, ctx.values, owner_id)
+    except ComponentFailed as e:
+        gang = None
+        ctx.errors.append(part_error("gang", e.error, e.component, e.path))
     out: dict[str, Any] = {
         "workload": _workload_ref(obj),
         "definition": {"name": definition.name, "source": definition.source, "digest": definition.digest},
+        "complete": not ctx.errors,
+        "errors": ctx.errors,
         "status": status_out,
         "tree": tree,
-        "totals": {"pods": pods_total, "gpus": gpus_total, "requests": to_strings(req_total)},
-        "gang": workload_gang(cd, ctx.values, owner_id),
+        "totals": {"pods": sums[0], "gpus": sums[1], "requests": to_strings(sums[2])} if sums is not None else None,
+        "gang": gang,
         "warnings": [],
     }
     if pods is not None:

@@ -35,7 +35,7 @@ from ..cluster.workloads import Allow, LookupFailed, allow_all
 from ..documents import DocumentError, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
-from ..engine.interpret import InterpretationError
+from ..engine.interpret import InterpretationError, phase_of
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.validate import reference_text
@@ -184,7 +184,7 @@ class Service:
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
         result = await self.evaluate(d, obj, pods)
         if request_state is not None:
-            request_state["phase"] = result["status"]["phase"]
+            request_state["phase"] = phase_of(result)
         return result
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -201,7 +201,9 @@ class Service:
         except EvaluationCrashed as e:
             metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
-        metrics.INTERPRETATIONS.labels(d.name, result["status"]["phase"]).inc()
+        metrics.INTERPRETATIONS.labels(d.name, phase_of(result)).inc()
+        for e in result.get("errors") or []:
+            metrics.PARTIAL_PARTS.labels(d.name, e["part"]).inc()
         return result
 
     # -- cluster ---------------------------------------------------------------------------
@@ -439,7 +441,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                                       allow=service.allow_for(state))
         except LookupFailed as e:
             raise lookup_problem(e) from None
-        state["definition"], state["phase"] = result["definition"]["name"], result["status"]["phase"]
+        state["definition"], state["phase"] = result["definition"]["name"], phase_of(result)
         return _dumps(result)
 
     @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList, responses=PROBLEMS,

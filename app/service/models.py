@@ -100,13 +100,27 @@ class Instance(_M):
     live: InstanceLive | None = None
 
 
+class PartError(_M):
+    """A part of the interpretation that could not be computed (api-contract.md, "Partial
+    interpretations")."""
+
+    part: Literal["status", "component", "gang"]
+    component: str | None = Field(None, description="the component that failed (component errors), or the one "
+                                                    "whose failure left the gang unknown (gang errors)")
+    path: str | None = Field(description="the definition field, e.g. spec.structureDefinition.childComponents[1]"
+                                         ".scaleDefinition.replicasPath")
+    expression: str | None = Field(None, description="the jq expression at that path")
+    message: str = Field(description="the reference library's wording")
+
+
 class ComponentNode(_M):
     name: str
     kind: GVK | None
     podBearing: bool
-    instances: list[Instance]
-    totals: Totals
+    instances: list[Instance] = Field(description="empty when the component could not be computed")
+    totals: Totals | None = Field(description="null when this component or one below it could not be computed")
     children: list[ComponentNode]
+    error: PartError | None = Field(None, description="why this component could not be computed")
 
 
 class Topology(_M):
@@ -187,7 +201,8 @@ class LivePod(_M):
 class Live(_M):
     current: int
     ready: int
-    desired: int
+    desired: int | None = Field(description="desired pods of the whole workload (null when a component could not "
+                                            "be computed)")
     pods: list[LivePod]
     unplaced: list[str] | None = None
     deleting: bool | None = None
@@ -197,10 +212,16 @@ class Live(_M):
 class Interpretation(_M):
     workload: WorkloadRef
     definition: DefinitionRef
-    status: Status
+    complete: bool = Field(True, description="false when some part (status, a component, the gang) could not be "
+                                             "computed; every part that could is still given, and `errors` names "
+                                             "the rest")
+    errors: list[PartError] = Field(default_factory=list, description="the parts that could not be computed")
+    status: Status | None = Field(description="null when the status could not be computed")
     tree: ComponentNode
-    totals: Totals
-    gang: Gang = Field(description="{} when the definition has no gang instructions")
+    totals: Totals | None = Field(description="null unless every component was computed: a partial count is "
+                                              "never given as the whole")
+    gang: Gang | None = Field(description="{} when the definition has no gang instructions; null when a component "
+                                          "it sizes could not be computed")
     warnings: list[str]
     live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
 
@@ -326,6 +347,9 @@ class WorkloadSummary(_M):
     gpus: int | None
     definition: str | None = None
     createdAt: str | None = None
+    complete: bool | None = Field(None, description="false when a part could not be computed: the phase is kept, "
+                                                    "counts that would be partial (gpus, pods.desired) are null")
+    errors: list[PartError] | None = Field(None, description="the parts that could not be computed")
     error: str | None = Field(None, description="why this workload could not be interpreted")
 
 

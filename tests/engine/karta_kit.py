@@ -103,7 +103,28 @@ def run(doc: dict, obj: dict | None = None, pods: list[dict] | None = None) -> d
     return interpret(copy.deepcopy(obj if obj is not None else workload()), d, copy.deepcopy(pods) if pods is not None else None)
 
 
-def run_error(doc: dict, obj: dict | None = None, pods: list[dict] | None = None) -> InterpretationError:
+class Failure:
+    """What failed in one interpretation: a 422 (`result` None) or a partial result's errors."""
+
+    def __init__(self, errors: list[dict], result: dict | None = None):
+        self.errors, self.result = errors, result
+
+
+def run_error(doc: dict, obj: dict | None = None, pods: list[dict] | None = None) -> Failure:
+    """The errors of an interpretation expected to fail in some part (status, a component or
+    the gang are computed independently: one failing part leaves a partial result)."""
+    d = load(doc)
+    assert d.valid, errors(d)
+    try:
+        out = interpret(copy.deepcopy(obj if obj is not None else workload()), d, pods)
+    except InterpretationError as e:
+        return Failure(e.errors)
+    assert out["complete"] is False and out["errors"], "expected a part of the interpretation to fail"
+    return Failure(out["errors"], out)
+
+
+def run_fatal(doc: dict, obj: dict | None = None, pods: list[dict] | None = None) -> InterpretationError:
+    """An interpretation that cannot give anything (every part failed, or a bad envelope)."""
     d = load(doc)
     assert d.valid, errors(d)
     with pytest.raises(InterpretationError) as ei:
@@ -111,7 +132,7 @@ def run_error(doc: dict, obj: dict | None = None, pods: list[dict] | None = None
     return ei.value
 
 
-def error_messages(e: InterpretationError) -> list[str]:
+def error_messages(e: Failure | InterpretationError) -> list[str]:
     return [x["message"] for x in e.errors]
 
 

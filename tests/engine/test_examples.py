@@ -244,15 +244,19 @@ def test_pipeline_workload_level_gang_members():
 
 
 def test_pipeline_stage_without_name_fails_with_empty_id_error():
-    with pytest.raises(InterpretationError) as e:
-        pl([stage("prep", 2), stage(None, 1)])
-    assert any(x["message"] == "instance id path contained empty string values [prep,]" for x in e.value.errors)
+    out = pl([stage("prep", 2), stage(None, 1)])
+    assert out["complete"] is False and out["totals"] is None
+    assert out["status"] == pl([stage("prep", 2), stage("train", 1)])["status"]  # status does not read stages
+    assert any(x["message"] == "instance id path contained empty string values [prep,]" and x["component"] == "stage"
+               for x in out["errors"])
+    assert child_node(out, "stage")["error"]["message"] == "instance id path contained empty string values [prep,]"
 
 
 def test_pipeline_without_stages_key_cannot_iterate_over_null():
-    with pytest.raises(InterpretationError) as e:
-        pl(None)
-    assert any("cannot iterate over: null" in x["message"] for x in e.value.errors)
+    out = pl(None)
+    assert out["complete"] is False
+    assert any("cannot iterate over: null" in x["message"] for x in out["errors"])
+    assert child_node(out, "stage")["instances"] == []
 
 
 def test_pipeline_default_parallelism_is_1():

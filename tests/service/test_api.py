@@ -108,14 +108,30 @@ def test_problem_cases(client: httpx.Client):
     problem(client.get("/definitions/does-not-exist"), 404)
 
 
-def test_interpretation_error_names_path_and_expression(client: httpx.Client):
+def test_status_error_is_a_partial_result_naming_path_and_expression(client: httpx.Client):
     bad = json.loads(json.dumps(TASK))
-    bad["status"]["state"] = 7  # the phase must be a string
-    body = problem(client.post("/interpret", json=bad), 422)
-    err = body["errors"][0]
+    bad["status"]["state"] = 7  # the phase must be a string; the tree does not read it
+    r = client.post("/interpret", json=bad)
+    assert r.status_code == 200, r.text
+    body = Interpretation.model_validate(r.json()).model_dump()
+    assert body["complete"] is False and body["status"] is None
+    assert body["totals"]["gpus"] == 3 and body["gang"]["podGroup"]["minAvailable"] == 3
+    [err] = body["errors"]
+    assert err["part"] == "status"
     assert err["path"] == "spec.structureDefinition.rootComponent.statusDefinition.phaseDefinition.path"
     assert err["expression"] == ".status.state"
     assert "failed to extract phase" in err["message"]
+
+
+def test_interpretation_error_when_no_part_computes(client: httpx.Client):
+    bad = json.loads(json.dumps(TASK))
+    bad["status"]["state"] = 7
+    bad["spec"]["podTemplate"] = "not a template"  # the only component fails too: nothing to give
+    body = problem(client.post("/interpret", json=bad), 422)
+    assert {e["part"] for e in body["errors"]} == {"status", "component"}
+    comp = next(e for e in body["errors"] if e["part"] == "component")
+    assert comp["component"] == "task" and comp["expression"] == ".spec.podTemplate"
+    assert comp["path"] == "spec.structureDefinition.rootComponent.specDefinition.podTemplateSpecPath"
 
 
 def test_body_limit(server: Server, client: httpx.Client):
@@ -205,7 +221,10 @@ def test_hostile_bodies_get_clear_client_errors(client: httpx.Client):
     problem(client.post("/interpret", content=b"\xff\xfe{", headers={"content-type": "application/yaml"}), 400)
     problem(client.post("/interpret", content="a: 1\na: 2\n", headers={"content-type": "application/yaml"}), 400)
     huge = json.loads(json.dumps(TASK))
-    huge["spec"]["workers"] = 10**30  # not an int32: a clear interpretation error, not a crash
-    body = problem(client.post("/interpret", json=huge), 422)
-    assert "int32" in body["errors"][0]["message"]
+    huge["spec"]["workers"] = 10**30  # not an int32: a clear error on that component, not a crash
+    r = client.post("/interpret", json=huge)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["complete"] is False and body["status"]["phase"] == "Running"
+    assert "int32" in body["errors"][0]["message"] and body["totals"] is None
     assert client.post("/interpret", json=TASK).status_code == 200
