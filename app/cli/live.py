@@ -258,7 +258,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     else:
         _output(result, args.output)
     _warn(warnings)
-    return EXIT_OK
+    return EXIT_FAIL if result.get("complete") is False else EXIT_OK  # partial: printed, not a success
 
 
 async def _describe(args: argparse.Namespace, kind: str, name: str,
@@ -313,23 +313,28 @@ def _live_tree(result: dict[str, Any]) -> list[Row]:
             state += f" ({reason})"
         return p["name"], [state, _gpu((inst.get("pod") or {}).get("gpus")), p.get("node") or "<none>"], []
 
-    def count(node: dict[str, Any], children: bool) -> tuple[int, int, set[str]]:
-        """Ready, desired and nodes of a component: its own instances' plus its children's."""
-        ready = desired = 0
+    def count(node: dict[str, Any], children: bool) -> tuple[int, int | None, set[str]]:
+        """Ready, desired and nodes of a component: its own instances' plus its children's
+        (desired is None when a component below could not be computed)."""
+        ready, desired = 0, None if node.get("error") else 0
         nodes: set[str] = set()
         for i in node["instances"] if node["podBearing"] else []:
             lv = i.get("live") or {}
-            ready, desired = ready + lv.get("ready", 0), desired + i["totals"]["pods"]
+            ready, desired = ready + lv.get("ready", 0), None if desired is None else desired + i["totals"]["pods"]
             nodes |= set(lv.get("nodes") or [])
         for c in node["children"] if children else []:
             c_ready, c_desired, c_nodes = count(c, True)
-            ready, desired, nodes = ready + c_ready, desired + c_desired, nodes | c_nodes
+            ready, nodes = ready + c_ready, nodes | c_nodes
+            desired = None if desired is None or c_desired is None else desired + c_desired
         return ready, desired, nodes
 
     def component(node: dict[str, Any], root: bool = False) -> Row:
         name, instances = node["name"], node["instances"]
         ready, desired, nodes = count(node, not root)
-        gpus = sum(i["totals"]["gpus"] for i in instances) if root else node["totals"]["gpus"]
+        if node.get("error"):
+            below = [] if root else [component(c) for c in node["children"]]
+            return f"{name} {render.FAILED_MARK}", [f"{ready}/? ready", "gpu: ?", ",".join(sorted(nodes))], below
+        gpus = sum(i["totals"]["gpus"] for i in instances) if root else (node["totals"] or {}).get("gpus", "?")
         below: list[Row] = []
         if root:  # the engine places all the root's pods on its first instance
             below = [pod_row(p, instances[0]) for (c, _), ps in pods.items() if c == name for p in ps]
@@ -344,7 +349,7 @@ def _live_tree(result: dict[str, Any]) -> list[Row]:
             below = [pod_row(p, instances[0]) for p in pods.get((name, instances[0]["id"]), [])]
         if not root:
             below += [component(c) for c in node["children"]]
-        return name, [f"{ready}/{desired} ready", _gpu(gpus), ",".join(sorted(nodes))], below
+        return name, [f"{ready}/{'?' if desired is None else desired} ready", _gpu(gpus), ",".join(sorted(nodes))], below
 
     tree = result["tree"]
     return ([component(tree, root=True)] if tree["podBearing"] else []) + [component(c) for c in tree["children"]]
@@ -352,7 +357,7 @@ def _live_tree(result: dict[str, Any]) -> list[Row]:
 
 def describe_lines(result: dict[str, Any], created: str | None = None) -> list[str]:
     """Header, the live tree, phase, resources table."""
-    w, d, st = result["workload"], result["definition"], result["status"]
+    w, d, st = result["workload"], result["definition"], result.get("status")
     head = [f"{w['kind']}/{w['name']}", f"namespace: {w.get('namespace') or '<none>'}",
             f"definition: {d['name']} ({d['source']})"]
     if created:
@@ -362,30 +367,34 @@ def describe_lines(result: dict[str, Any], created: str | None = None) -> list[s
     if rows:
         out += [""] + render._table(rows)
     live = result.get("live") or {}
-    phase = f"Phase: {st['phase']}"
-    if len(st.get("matched") or []) > 1:
+    phase = f"Phase: {st['phase']}" if st else "Phase: unknown (the status could not be read)"
+    if st and len(st.get("matched") or []) > 1:
         phase += f"   (matched: {','.join(st['matched'])})"
     if live.get("deleting"):
         phase += "   (deleting)"
     if live.get("stale"):
         phase += "   (stale: the controller has not observed the latest spec)"
-    out += ["", phase] + render.gang_lines(result.get("gang") or {})
+    out += ["", phase] + render.gang_lines(result.get("gang", {}))
     if live.get("unplaced"):
         out.append(f"Not placed on a component: {', '.join(live['unplaced'])}")
     out += ["", "Resources:"] + render._table(resource_rows(result))
-    return out
+    return out + render.error_lines(result)
 
 
 def resource_rows(result: dict[str, Any]) -> list[list[str]]:
     """One row per pod-bearing component (per instance when it has several), then TOTAL."""
     rows = [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"]]
 
-    def row(label: str, t: dict[str, Any]) -> list[str]:
+    def row(label: str, t: dict[str, Any] | None) -> list[str]:
+        if t is None:  # not computed: unknown, never a partial sum
+            return [label, "?", "?", "?", "?"]
         req = t["requests"]
         return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")]
 
     def walk(node: dict[str, Any]) -> None:
-        if node["podBearing"]:
+        if node.get("error"):
+            rows.append(row(f"{node['name']} {render.FAILED_MARK}", None))
+        elif node["podBearing"]:
             insts = node["instances"]
             if len(insts) == 1 and insts[0]["id"] is None:
                 rows.append(row(node["name"], insts[0]["totals"]))
@@ -416,6 +425,9 @@ def cmd_get(args: argparse.Namespace) -> int:
         print("\n".join(get_lines(result["items"])))
         warnings += [f"could not interpret {i['workload']['kind']}/{i['workload']['name']}: {i['error']}"
                      for i in result["items"] if i.get("error")]
+        warnings += [f"{i['workload']['kind']}/{i['workload']['name']} is incomplete (*): "
+                     + "; ".join(e["message"] for e in i.get("errors") or [])
+                     for i in result["items"] if i.get("complete") is False]
     _warn(warnings)
     return EXIT_OK
 
@@ -452,6 +464,8 @@ def get_lines(items: list[dict[str, Any]]) -> list[str]:
         group = w["apiVersion"].rpartition("/")[0]
         kind = f"{w['kind']}.{group}" if len(groups[w["kind"]]) > 1 and group else w["kind"]
         ready = "/".join("?" if n is None else str(n) for n in (pods["ready"], pods["desired"]))
-        rows.append([w["name"], w.get("namespace") or "<none>", kind, i["phase"] or "<error>", ready,
+        phase = (i["phase"] or ("<unknown>" if i.get("complete") is False else "<error>")) \
+            + ("*" if i.get("complete") is False else "")  # *: a part could not be read (see the warnings)
+        rows.append([w["name"], w.get("namespace") or "<none>", kind, phase, ready,
                      "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))])
     return render._table(rows)

@@ -79,9 +79,7 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
     else:
         req = ", ".join(f"{k}={v}" for k, v in t["requests"].items())
         out += ["", f"total: {t['pods']} pods, {t['gpus']} GPUs" + (f"  ({req})" if req else "")]
-    if result.get("gang") is None and "gang" in result:
-        out.append("gang: unknown (a component it sizes could not be read)")
-    out += gang_lines(result.get("gang") or {})
+    out += gang_lines(result.get("gang", {}))
     if result.get("live"):
         live = result["live"]
         out.append(f"live: {live['ready']}/{live['desired']} ready, {live['current']} pods")
@@ -92,7 +90,7 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
 
 
 FAILED_MARK = "✗ FAILED"
-_UNKNOWN = {"pods": "?", "gpus": "?", "requests": {}}
+_UNKNOWN = {"pods": "?", "gpus": "?", "requests": {"cpu": "?", "memory": "?"}}
 
 
 def phase_line(st: dict[str, Any] | None) -> str:
@@ -116,7 +114,9 @@ def error_lines(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def gang_lines(g: dict[str, Any]) -> list[str]:
+def gang_lines(g: dict[str, Any] | None) -> list[str]:
+    if g is None:
+        return ["gang: unknown (a component it sizes could not be read)"]
     out = []
     if "podGroup" in g and g.get("mode") == "podGroup":
         pg = g["podGroup"]

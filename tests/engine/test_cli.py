@@ -402,3 +402,44 @@ def test_installed_wlmap_validate_exit_codes(tmp_path):
     missing = subprocess.run([str(WLMAP), "definitions", "validate", str(tmp_path / "none.yaml")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2
+
+
+# -- partial interpretations (api-contract.md "Partial interpretations") --------------------
+
+PARTIAL = Path(__file__).resolve().parent.parent / "data" / "partial"
+GROVE = [str(PARTIAL / "grove" / "testdata" / "cliques-only.yaml"), "--definition", str(PARTIAL / "grove" / "definition.yaml")]
+
+
+def test_interpret_prints_the_partial_tree_marks_the_failed_component_and_exits_1(capsys):
+    code, out, _ = main(capsys, "interpret", *GROVE)
+    assert code == 1
+    assert "phase: Running" in out
+    assert "scaling-group ✗ FAILED" in out and "│   ├── engine" in out
+    assert "total: unknown" in out and "subgroups: clique>=3" in out
+    assert "INCOMPLETE: 1 part could not be computed" in out
+    assert "at spec.structureDefinition.childComponents[1].instanceIdPath" in out
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "yaml"])
+def test_interpret_machine_outputs_are_the_partial_object(capsys, fmt):
+    code, out, _ = main(capsys, "interpret", *GROVE, "-o", fmt)
+    assert code == 1
+    doc = yaml.safe_load(out) if fmt == "yaml" else json.loads(out)
+    assert doc["complete"] is False and doc["totals"] is None and doc["status"]["phase"] == "Running"
+    assert doc["errors"][0]["component"] == "scaling-group"
+
+
+def test_definitions_test_cases_assert_the_partial_shape(capsys):
+    code, out, err = main(capsys, "definitions", "test", str(PARTIAL))
+    assert code == 0, out + err
+    assert "4 passed, 0 failed" in out + err
+
+
+def test_definitions_test_fails_a_case_that_does_not_expect_a_partial_result(capsys, tmp_path):
+    folder = tmp_path / "grove"
+    shutil.copytree(PARTIAL / "grove", folder)
+    (folder / "cases.yaml").write_text("cases:\n- name: silently-partial\n  input: testdata/cliques-only.yaml\n"
+                                       "  expect: {status.phase: Running}\n")
+    code, out, err = main(capsys, "definitions", "test", str(folder))
+    assert code == 1
+    assert "interpretation incomplete: component scaling-group: JQ execution error" in out + err
