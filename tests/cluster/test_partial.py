@@ -18,21 +18,26 @@ NAME = "half-read"
 BAD = 'replicas value "many" at index 0 is not a number'
 
 
-@pytest.fixture(scope="module")
-def job(kubectl: Kubectl) -> dict[str, Any]:
+def half_read_job(kubectl: Kubectl, ns: str, name: str = NAME) -> dict[str, Any]:
     """A running PyTorchJob whose Worker replica count is not a number (the CRD here keeps
-    unknown shapes, as an older or laxer schema would): master reads, worker does not."""
-    kubectl.ensure_namespace(NS)
-    doc, status = manifest(PYTORCHJOB, NS)
-    doc["metadata"]["name"] = NAME
+    unknown shapes, as an older or laxer schema would): master reads, worker does not.  One
+    ready pod of each."""
+    kubectl.ensure_namespace(ns)
+    doc, status = manifest(PYTORCHJOB, ns)
+    doc["metadata"]["name"] = name
     doc["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "many"
     pj = kubectl.set_status(kubectl.apply(doc), status)
     for role in ("master", "worker"):
-        po = kubectl.apply(pod(NS, f"{NAME}-{role}-0", pj, node="gpu-node-1",
+        po = kubectl.apply(pod(ns, f"{name}-{role}-0", pj, node="gpu-node-1",
                                labels={"training.kubeflow.org/replica-type": role,
                                        "training.kubeflow.org/replica-index": "0"}))
         kubectl.set_status(po, running("gpu-node-1"))
     return pj
+
+
+@pytest.fixture(scope="module")
+def job(kubectl: Kubectl) -> dict[str, Any]:
+    return half_read_job(kubectl, NS)
 
 
 def test_live_view_keeps_status_and_places_pods_on_components_that_computed(service: Server, job: dict) -> None:

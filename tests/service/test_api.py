@@ -151,6 +151,22 @@ def test_batch_one_bad_item_never_fails_the_others(client: httpx.Client):
     assert out[2]["workload"]["name"] == "g1"
 
 
+def test_batch_items_can_be_partial(client: httpx.Client):
+    partial = json.loads(json.dumps(TASK))
+    partial["status"]["state"] = 7  # status fails, the tree reads
+    nothing = json.loads(json.dumps(partial))
+    nothing["spec"]["podTemplate"] = "not a template"  # and now nothing computes
+    r = client.post("/interpret/batch", json={"items": [{"object": partial}, {"object": nothing}, {"object": TASK}]})
+    assert r.status_code == 200, r.text
+    out = BatchResponse.model_validate(r.json()).model_dump()["items"]
+    assert out[0]["complete"] is False and out[0]["status"] is None and out[0]["totals"]["gpus"] == 3
+    assert out[0]["errors"][0]["part"] == "status"
+    assert out[1]["error"]["status"] == 422
+    assert out[2]["complete"] is True and out[2]["errors"] == []
+    text = client.get("/metrics").text
+    assert 'wlmap_interpretation_failed_parts_total{definition="acme-example-com-batchtask-v1",part="status"}' in text
+
+
 def test_definitions_list_show_validate(client: httpx.Client):
     r = client.get("/definitions")
     items = DefinitionList.model_validate(r.json()).model_dump()["items"]

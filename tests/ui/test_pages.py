@@ -222,6 +222,45 @@ def test_workload_tree_has_the_right_numbers(service: Server, world: dict[str, A
     shots(page, "ui-definition")
 
 
+def test_partial_workload_shows_phase_broken_component_and_unknown_gpus(service: Server, kubectl: Kubectl, page: Any,
+                                                                        shots: Any) -> None:
+    from ..cluster.test_partial import BAD, half_read_job
+
+    ns = "ui-partial"
+    half_read_job(kubectl, ns, "half-read")
+    page.goto(f"{service.url}/ui/workloads/{ns}/half-read?kind=PyTorchJob")
+    tree = page.locator("svg#tree")
+    expect(tree).to_be_visible()
+    expect(page.locator("#head-phase .chip")).to_have_text("Running")  # the status still reads
+    broken = tree.locator('g.component[data-name="worker"]')
+    expect(broken).to_have_attribute("data-failed", "true")
+    expect(broken).to_contain_text("could not be read")
+    expect(broken).to_contain_text("GPUs: unknown")
+    expect(broken.locator("title")).to_contain_text(BAD)  # the whole message, the box shows its start
+    assert broken.locator("rect.box").evaluate("e => getComputedStyle(e).stroke") == "rgb(217, 72, 59)"
+    expect(tree.locator('g.component[data-name="pytorchjob"]')).to_contain_text("1/? ready")
+    master = tree.locator('g.component[data-name="master"]')
+    expect(master).to_contain_text("1/1 ready")
+    expect(master).not_to_have_attribute("data-failed", "true")
+    expect(tree.locator('g.pod[data-pod="half-read-master-0"]')).to_be_visible()
+    expect(page.locator("#stat-gpus .value")).to_have_text("unknown")
+    expect(page.locator("#total-gpus")).to_have_text("unknown")
+    expect(page.locator("#incomplete")).to_contain_text("2 parts could not be read")
+    expect(page.locator("#incomplete")).to_contain_text(BAD)
+    expect(page.locator("#gang-unknown")).to_contain_text("component worker could not be read")
+    expect(page.locator('#resources-table tr[data-failed="true"]')).to_contain_text(BAD)
+    expect(page.locator("#unplaced")).to_contain_text("half-read-worker-0")
+    assert overlaps(page, "svg#tree rect.box") == []
+    assert texts_overflowing(page) == []
+    shots(page, "ui-workload-partial")
+
+    page.goto(f"{service.url}/ui/?namespace={ns}")
+    row = page.locator('tr.workload-row[data-name="half-read"]')
+    expect(row.locator("td.phase")).to_contain_text("Running")
+    expect(row.locator(".incomplete")).to_contain_text("worker could not be read")
+    expect(row.locator("td.gpus")).to_have_text("unknown")
+
+
 def test_thirty_pods_stay_legible(service: Server, world: dict[str, Any], new_page: Any, shots: Any) -> None:
     for viewport in ({"width": 1440, "height": 900}, {"width": 1366, "height": 768}):
         page = new_page(viewport)

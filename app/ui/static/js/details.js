@@ -32,6 +32,12 @@ function card(title, id, ...body) {
 }
 
 function statusCard(result) {
+  if (!result.status) {
+    const e = (result.errors || []).find((x) => x.part === "status");
+    return card("Status", "status", h("div", { class: "card-body" },
+      h("dl", { class: "kv" }, h("dt", {}, "Phase"), h("dd", { id: "phase" }, phaseChip(null))),
+      h("p", { class: "err", id: "status-error" }, "The status could not be read: ", e?.message || "")));
+  }
   const st = result.status || {};
   const matched = st.matched || [];
   const conds = st.conditions || [];
@@ -54,7 +60,11 @@ function statusCard(result) {
 function gangCard(result) {
   const g = result.gang || {};
   const body = [];
-  if (g.mode === "podGroup" && g.podGroup) {
+  if (result.gang === null) {
+    const e = (result.errors || []).find((x) => x.part === "gang");
+    body.push(h("div", { class: "card-body err", id: "gang-unknown" },
+      `Unknown: component ${e?.component ?? "?"} could not be read, so the gang cannot be sized.`));
+  } else if (g.mode === "podGroup" && g.podGroup) {
     const pg = g.podGroup;
     body.push(h("div", { class: "card-body" }, h("dl", { class: "kv" },
       h("dt", {}, "PodGroup"), h("dd", {}, h("code", { id: "podgroup-name" }, pg.name)),
@@ -100,6 +110,10 @@ function resourcesCard(result) {
   const rows = [];
   (function walk(node, path) {
     const name = path ? `${path}/${node.name}` : node.name;
+    if (node.error) {
+      rows.push(h("tr", { class: "failed", dataset: { component: node.name, failed: "true" } },
+        h("td", {}, name), h("td", { colspan: 8, class: "err" }, "could not be read: ", node.error.message)));
+    }
     for (const inst of node.instances) {
       if (!node.podBearing) continue;
       const l = inst.live;
@@ -118,14 +132,14 @@ function resourcesCard(result) {
     for (const c of node.children || []) walk(c, name);
   })(result.tree, "");
   const live = !!result.live;
-  const t = result.totals || { pods: 0, gpus: 0, requests: {} };
+  const t = result.totals || { pods: "unknown", gpus: "unknown", requests: {} };
   return card("Resources", "resources", h("table", { id: "resources-table" },
     h("thead", {}, h("tr", {}, h("th", {}, "Component"), h("th", {}, "Instance"), h("th", { class: "num" }, "Replicas"),
       live ? h("th", { class: "num" }, "Ready") : null, h("th", { class: "num" }, "GPU/pod"), h("th", { class: "num" }, "GPUs"),
       h("th", {}, "Per pod"), h("th", {}, "In total"), live ? h("th", {}, "Nodes") : null)),
     h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 9, class: "empty" }, "No pod-bearing component."))),
     h("tfoot", {}, h("tr", { class: "total" }, h("th", {}, "Total"), h("th", {}), h("th", { class: "num" }, t.pods),
-      live ? h("th", { class: "num" }, `${result.live.ready}/${result.live.desired}`) : null, h("th", {}),
+      live ? h("th", { class: "num" }, `${result.live.ready}/${result.live.desired ?? "?"}`) : null, h("th", {}),
       h("th", { class: "num", id: "total-gpus" }, t.gpus), h("th", {}), h("th", {}, reqText(t.requests)), live ? h("th", {}) : null))));
 }
 
@@ -153,11 +167,12 @@ function podsCard(result) {
 
 /** Figures at the top: pods, GPUs, CPU, memory, gang minimum. */
 export function statsRow(result) {
-  const t = result.totals || { pods: 0, gpus: 0, requests: {} };
+  // No totals: a component could not be read, and a partial sum must not pass for the whole.
+  const t = result.totals || { pods: "unknown", gpus: "unknown", requests: { cpu: "unknown", memory: "unknown" } };
   const live = result.live;
   const pg = result.gang?.podGroup;
   return h("div", { class: "stats", id: "figures" },
-    live ? stat("stat-ready", "Pods ready", live.ready, `/ ${live.desired}`) : stat("stat-pods", "Pods", t.pods),
+    live ? stat("stat-ready", "Pods ready", live.ready, `/ ${live.desired ?? "unknown"}`) : stat("stat-pods", "Pods", t.pods),
     live ? stat("stat-current", "Pods existing", live.current) : null,
     stat("stat-gpus", "GPUs", t.gpus),
     stat("stat-cpu", "CPU", t.requests?.cpu ?? "0"),
@@ -197,11 +212,24 @@ export function treeCard(result) {
   return el;
 }
 
+/** A partial interpretation: which parts could not be computed, where and why. */
+function incompleteNotice(errors) {
+  return h("div", { class: "notice error", id: "incomplete", role: "alert" },
+    h("h2", {}, `Incomplete: ${errors.length === 1 ? "1 part" : errors.length + " parts"} could not be read`),
+    h("p", {}, "Everything else is shown; totals that would be partial are left unknown."),
+    h("table", { class: "problem-errors" }, h("tbody", {}, errors.map((e) => h("tr", { class: "finding" },
+      h("td", {}, h("strong", {}, e.part), e.component ? [" ", h("code", {}, e.component)] : null),
+      h("td", {}, h("code", {}, e.path || ""), e.expression ? [h("br"), h("code", { class: "faint" }, e.expression)] : null),
+      h("td", { class: "err" }, e.message))))));
+}
+
 /** Everything below the page head.  Call `.draw()` on the result once it is in the document. */
 export function resultSections(result) {
   const tree = treeCard(result);
   const warnings = result.warnings || [];
+  const errors = result.errors || [];
   const frag = h("div", { class: "result" },
+    errors.length ? incompleteNotice(errors) : null,
     warnings.length ? h("div", { class: "notice warn", id: "result-warnings" }, h("h2", {}, "Warnings"),
       h("ul", {}, warnings.map((w) => h("li", {}, w)))) : null,
     statsRow(result),

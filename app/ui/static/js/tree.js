@@ -58,7 +58,7 @@ export function buildModel(result) {
     for (const i of node.instances) compLive = addLive(compLive, i.live);
     if (depth === 0 && !compLive && live) compLive = { current: live.current, ready: live.ready, desired: live.desired };
     const n = {
-      type: "component", name: node.name, kind: node.kind, podBearing: node.podBearing, totals: node.totals,
+      type: "component", name: node.name, kind: node.kind, podBearing: node.podBearing, totals: node.totals, error: node.error || null,
       live: compLive, instance: single ? node.instances[0] : null, instances: node.instances.length,
       root: depth === 0, children: [],
     };
@@ -140,6 +140,7 @@ export function layout(model, width) {
 
 function readiness(l) {
   if (!l) return "spec";
+  if (l.desired === null || l.desired === undefined) return l.ready > 0 ? "partial" : "down"; // desired unknown
   if (l.desired === 0) return "zero";
   if (l.ready >= l.desired) return "ready";
   return l.ready > 0 ? "partial" : "down";
@@ -185,8 +186,12 @@ function metricLine(x, y, parts) {
 
 function boxNode(n) {
   const g = s("g", { class: ["node", n.type], transform: `translate(${n.x},${n.y})` });
-  const state = readiness(n.live);
+  const state = n.error ? "down" : readiness(n.live);
   g.dataset.type = n.type;
+  if (n.error) {
+    g.classList.add("failed");
+    g.dataset.failed = "true";
+  }
   g.dataset.state = state;
   const inst = n.type === "instance" ? n.inst : n.instance;
   const zero = inst && inst.replicas === 0;
@@ -204,9 +209,16 @@ function boxNode(n) {
     title = n.name;
     sub = kindText(n.kind) + (n.instances > 1 || !n.instance ? ` · ${n.instances} instance${n.instances === 1 ? "" : "s"}` : "");
     if (n.root) sub = kindText(n.kind);
-    const t = n.totals || { pods: 0, gpus: 0 };
-    count = (n.instance && replicaText(n.instance)) || pods(t.pods);
-    gpus = n.instance && n.podBearing ? gpuText(n.instance.pod?.gpus, n.instance.totals.gpus) : (t.gpus ? `${t.gpus} GPUs in total` : "no GPUs");
+    const t = n.totals;
+    if (n.error) { // could not be read: say why, count nothing
+      sub = n.error.message;
+      count = "could not be read";
+      gpus = "GPUs: unknown";
+    } else {
+      count = (n.instance && replicaText(n.instance)) || (t ? pods(t.pods) : "pods: unknown");
+      gpus = n.instance && n.podBearing ? gpuText(n.instance.pod?.gpus, n.instance.totals.gpus)
+        : !t ? "GPUs: unknown" : (t.gpus ? `${t.gpus} GPUs in total` : "no GPUs");
+    }
   } else {
     g.dataset.name = n.component;
     g.dataset.id = n.id ?? "";
@@ -215,8 +227,8 @@ function boxNode(n) {
     count = replicaText(n.inst) || pods(n.inst.totals.pods);
     gpus = n.podBearing ? gpuText(n.inst.pod?.gpus, n.inst.totals.gpus) : (n.inst.totals.gpus ? `${n.inst.totals.gpus} GPUs` : "no GPUs");
   }
-  if (n.live) ready = `${n.live.ready}/${n.live.desired} ready`;
-  const tip = [title, sub, ready, count, gpus].filter(Boolean).join("\n");
+  if (n.live) ready = `${n.live.ready}/${n.live.desired ?? "?"} ready`;
+  const tip = [title, sub, ready, count, gpus, n.error && n.error.message].filter(Boolean).join("\n");
   g.append(s("title", {}, tip),
     text(x, 22, "t-name", title, BOX_W - 28),
     text(x, 39, "t-sub", sub, BOX_W - 28),

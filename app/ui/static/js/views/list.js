@@ -169,7 +169,9 @@ export function renderList(view) {
     const desired = r.pods?.desired;
     return h("tr", { class: "workload-row", dataset: { name: w.name, namespace: w.namespace || "", kind: w.kind } },
       h("td", { class: "name" }, h("a", { href: workloadHref(w), class: "workload-link" }, w.name),
-        r.error ? h("span", { class: "err" }, r.error) : null),
+        r.error ? h("span", { class: "err" }, r.error) : null,
+        r.complete === false ? h("span", { class: "err incomplete", title: (r.errors || []).map((e) => e.message).join("\n") },
+          `incomplete: ${(r.errors || []).map((e) => e.component || e.part).filter((x, i, a) => a.indexOf(x) === i).join(", ")} could not be read`) : null),
       h("td", { class: "namespace" }, w.namespace || "—"),
       h("td", { class: "kind-cell" }, h("span", { class: "kind" }, h("span", {}, w.kind),
         h("span", { class: "group" }, w.apiVersion))),
@@ -177,7 +179,7 @@ export function renderList(view) {
         (r.matched || []).length > 1 ? h("span", { class: "faint" }, " +", r.matched.filter((m) => m !== r.phase).join(", ")) : null),
       h("td", { class: "ready-cell num" }, desired === null || desired === undefined ? h("span", { class: "faint" }, "—")
         : h("span", { class: "ready" }, h("span", { class: "ready-text" }, `${ready ?? "?"}/${desired}`), readyBar(ready || 0, desired))),
-      h("td", { class: "gpus num" }, r.gpus ?? "—"),
+      h("td", { class: "gpus num" }, r.gpus ?? (r.complete === false ? h("span", { class: "faint" }, "unknown") : "—")),
       h("td", { class: "age num", title: r.createdAt || "" }, age(r.createdAt)),
       h("td", { class: "definition" }, r.definition
         ? h("a", { href: definitionHref(r.definition), class: "muted" }, r.definition) : h("span", { class: "faint" }, "—")));
