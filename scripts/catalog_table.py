@@ -6,9 +6,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from app.karta.load import load_builtin
-
 ROOT = Path(__file__).resolve().parent.parent
+# Read the catalog of the checkout this script belongs to, not whichever `app` an installed
+# (editable) environment points at -- another worktree's definitions would be compared.
+sys.path.insert(0, str(ROOT))
+
+from app.karta.load import load_builtin  # noqa: E402
+
 BEGIN, END = "<!-- catalog:begin -->", "<!-- catalog:end -->"
 
 
