@@ -237,8 +237,7 @@ class Workloads:
         out = await self.interpret(definition, obj, pods)
         if pods is not None:
             live = out.setdefault("live", {})
-            flags = out["status"] if out.get("status") is not None else generic_flags(obj)
-            live["deleting"], live["stale"] = bool(flags.get("deleting")), bool(flags.get("stale"))
+            live.update(generic_flags(obj))  # what status carries too, known even when the status is not
         return out
 
     # -- many -----------------------------------------------------------------------------
@@ -306,7 +305,7 @@ class Workloads:
                         "pods": {"ready": ready.get(uid), "desired": totals["pods"] if totals else None},
                         "gpus": totals["gpus"] if totals else None, "definition": result["definition"]["name"],
                         "createdAt": (obj.get("metadata") or {}).get("creationTimestamp"),
-                        "complete": result.get("complete", True)})
+                        "complete": result["complete"]})
             if result.get("errors"):
                 out["errors"] = result["errors"]
             return out

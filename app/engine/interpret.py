@@ -17,6 +17,7 @@ import orjson
 from cachetools import LRUCache
 
 from ..karta.load import Definition
+from ..karta.model import ComponentDefinition
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
 from .gang import ComponentFailed, group_pods, pod_gang, workload_gang
@@ -197,7 +198,7 @@ def _facts(inst: ExtractedInstance) -> _PodFacts:
     return facts
 
 
-def _instances(ctx: _Ctx, c: Any, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], int, int, Requests]:
+def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], int, int, Requests]:
     """The instance entries of one extracted component and their sums.  Raises ExtractionError
     when a pod definition holds a quantity the reference cannot parse."""
     pods = gpus = 0
@@ -228,6 +229,10 @@ def _instances(ctx: _Ctx, c: Any, v: ComponentValues, path: str) -> tuple[list[d
 _Sums = tuple[int, int, Requests] | None  # None: a component in the subtree failed, no count is whole
 
 
+def _totals(sums: _Sums) -> dict[str, Any] | None:
+    return None if sums is None else {"pods": sums[0], "gpus": sums[1], "requests": to_strings(sums[2])}
+
+
 def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
     """One component's node and its subtree's sums.  A failed component keeps its node, with
     `error` and no instances; its children are still built (their paths are their own), but
@@ -242,7 +247,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
         sums: _Sums = None
     else:
         try:
-            instances, pods, gpus, total = _instances(ctx, c, v, path)
+            instances, pods, gpus, total = _instances(c, v, path)
             sums = (pods, gpus, total)
         except ExtractionError as e:
             ctx.values[name] = e  # the gang must not size a component whose pods cannot be read
@@ -265,7 +270,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
         "kind": {"group": kind.group or "", "version": kind.version or "", "kind": kind.kind or ""} if kind else None,
         "podBearing": c.pod_bearing,
         "instances": instances,
-        "totals": {"pods": sums[0], "gpus": sums[1], "requests": to_strings(sums[2])} if sums is not None else None,
+        "totals": _totals(sums),
         "children": children,
     }
     if error is not None:
@@ -443,7 +448,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
         "errors": ctx.errors,
         "status": status_out,
         "tree": tree,
-        "totals": {"pods": sums[0], "gpus": sums[1], "requests": to_strings(sums[2])} if sums is not None else None,
+        "totals": _totals(sums),
         "gang": gang,
         "warnings": [],
     }

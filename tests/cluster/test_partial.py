@@ -10,7 +10,7 @@ import pytest
 
 from ..service.conftest import Server
 from .apiserver import ApiServer
-from .kubeobjects import Kubectl, owner_ref, pod, running
+from .kubeobjects import Kubectl, pod, running
 from .test_cli_live import PYTORCHJOB, manifest, wlmap
 
 NS = "wl-partial"

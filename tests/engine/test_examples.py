@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.interpret import InterpretationError, interpret
+from app.engine.interpret import interpret
 from app.karta.load import Definition, load_path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples"

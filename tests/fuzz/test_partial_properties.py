@@ -86,10 +86,6 @@ def _nodes(node: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _subtree(node: dict[str, Any]) -> set[str]:
-    return set(_nodes(node))
-
-
 @st.composite
 def broken_cases(draw: st.DrawFn) -> tuple[Definition, dict[str, Any], Definition, str, str]:
     name, obj = draw(st.sampled_from(CASES))
@@ -127,7 +123,7 @@ def test_breaking_one_component_leaves_status_and_the_others_unchanged(case: tup
     for name, node in after.items():
         if name != comp:  # the others are computed exactly as before
             assert node["instances"] == before[name]["instances"], name
-            if comp not in _subtree(node):
+            if comp not in _nodes(node):
                 assert node["totals"] == before[name]["totals"], name
             else:
                 assert node["totals"] is None, name  # an ancestor: no partial sum
