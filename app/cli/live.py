@@ -36,7 +36,7 @@ from ..cluster.workloads import LookupFailed, Workloads
 from ..engine.interpret import InterpretationError
 from ..karta.registry import Registry
 from . import render
-from .main import (
+from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
     EXIT_NOT_FOUND,

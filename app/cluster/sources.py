@@ -19,7 +19,7 @@ from typing import Any
 
 from ..documents import DocumentError
 from ..karta.load import Definition, NotAKarta, definition_from_document, definitions_from_text
-from ..service.store import CLUSTER, CONFIGMAP, DefinitionStore
+from ..karta.store import CLUSTER, CONFIGMAP, DefinitionStore
 from .kube import CONFIGMAPS, EVENTS, KARTAS, Forbidden, Gone, Kube, KubeError, NotFound
 
 log = logging.getLogger("wlmap.sources")

@@ -59,7 +59,7 @@ from .models import (
 )
 from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation, problem_body
 from .settings import Settings, auth_mode, cluster_enabled
-from .store import DefinitionStore, summary
+from ..karta.store import DefinitionStore, summary
 
 JSON = "application/json"
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}

@@ -17,7 +17,7 @@ from ..cluster.kube import Kube, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
 from ..cluster.workloads import Interpret, Workloads
 from .settings import Settings, auth_mode
-from .store import DefinitionStore
+from ..karta.store import DefinitionStore
 
 log = logging.getLogger("wlmap.cluster")
 
@@ -42,7 +42,7 @@ class Cluster:
 
     @staticmethod
     def source_keys(settings: Settings) -> list[str]:
-        from .store import CLUSTER, CONFIGMAP
+        from ..karta.store import CLUSTER, CONFIGMAP
 
         return ([CLUSTER] if settings.karta_resources else []) + [CONFIGMAP]
 

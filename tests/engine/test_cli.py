@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import app.cli.common as common
 import app.cli.main as cli
 from app.karta.load import load_path
 
@@ -36,7 +37,7 @@ CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}
 def builtin(monkeypatch):
     """The built-in catalog, controlled: by default empty; `builtin.set([...])` to fill it."""
     state = {"defs": []}
-    monkeypatch.setattr(cli, "load_builtin", lambda: list(state["defs"]))
+    monkeypatch.setattr(common, "load_builtin", lambda: list(state["defs"]))
 
     class Handle:
         @staticmethod

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import DocumentError
-from ..karta.load import Definition, NotAKarta, definitions_from_text, iter_definition_files, load_builtin
-from ..karta.registry import AmbiguousDefinition, Registry
+from .load import Definition, NotAKarta, definitions_from_text, iter_definition_files, load_builtin
+from .registry import AmbiguousDefinition, Registry
 
 log = logging.getLogger("wlmap.definitions")
 
