@@ -102,5 +102,5 @@ cp "$WORK/etcd/root/usr/bin/etcd" "$OUT/etcd.tmp"
 mv "$OUT/etcd.tmp" "$OUT/etcd"
 mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
 "$OUT/kube-apiserver" --version >&2
-"$OUT/etcd" --version | head -1 >&2
+"$OUT/etcd" --version | sed -n 1p >&2  # sed reads it all: head would SIGPIPE etcd under pipefail
 echo "$OUT"
