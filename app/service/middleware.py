@@ -3,6 +3,7 @@ per request (route template, status, duration, definition, phase)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -10,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from .metrics import REQUESTS
 from ..problem import problem_body
+from .metrics import REQUESTS
 
 access_log = logging.getLogger("wlmap.access")
 
@@ -35,6 +36,15 @@ def setup_logging(level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+
+
+# After a 413 the rest of the body is read and discarded before the connection is closed
+# ("lingering close", as nginx does): closing with the client's data unread makes the kernel
+# answer with a reset, and a client that sends its whole body before reading (urllib, requests,
+# http.client) then gets ECONNRESET/EPIPE instead of the 413.  Bounded in bytes and in time, so a
+# client that sends forever cannot hold the connection; nothing read is kept.
+DRAIN_BYTES = 16 * 1024 * 1024  # at least; 4 x --max-body-bytes if that is more
+DRAIN_SECONDS = 5.0
 
 
 # Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none).
@@ -83,8 +93,7 @@ class ServiceMiddleware:
                 except ValueError:
                     too_big = False
                 if too_big:
-                    await self._reject(scope, send, info)
-                    self._record(scope, info, started)
+                    await self._reject(scope, receive, send, info, started)
                     return
 
         # Read the whole body here (it is bounded), so an oversized chunked body is a 413 before
@@ -100,8 +109,8 @@ class ServiceMiddleware:
                 chunk = msg.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    await self._reject(scope, send, info)
-                    self._record(scope, info, started)
+                    chunks.clear()  # not held while the rest is drained
+                    await self._reject(scope, receive, send, info, started, more=bool(msg.get("more_body")))
                     return
                 chunks.append(chunk)
                 if not msg.get("more_body"):
@@ -167,14 +176,37 @@ class ServiceMiddleware:
         await send({"type": "http.response.start", "status": e.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def _reject(self, scope: dict[str, Any], send: Any, info: dict[str, Any]) -> None:
+    async def _reject(self, scope: dict[str, Any], receive: Any, send: Any, info: dict[str, Any], started: float,
+                      more: bool = True) -> None:
+        """413, then drain the rest of the body (bounded) and close.
+
+        The answer is written whole at once, but its last (empty) body message is held back
+        while the body is drained: uvicorn closes the connection as soon as a `connection:
+        close` response is complete, and from then on its `receive()` only says disconnect, so
+        draining must happen before completion.  `more` is False when the body has already
+        been read to its end."""
         body = orjson.dumps(problem_body(413, "body-too-large", "Request body too large",
                                          f"the request body exceeds {self.max_body} bytes", scope.get("path")))
         info["status"] = 413
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/problem+json"),
                                 (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+        self._record(scope, info, started)  # the latency of the answer, not of the drain
+        if more:
+            left = max(DRAIN_BYTES, 4 * self.max_body)
+            try:
+                async with asyncio.timeout(DRAIN_SECONDS):
+                    while left > 0:
+                        msg = await receive()
+                        if msg["type"] != "http.request":
+                            break  # disconnected
+                        left -= len(msg.get("body", b""))  # discarded
+                        if not msg.get("more_body"):
+                            break
+            except TimeoutError:
+                pass
+        await send({"type": "http.response.body", "body": b""})  # complete: the server closes
 
     def _record(self, scope: dict[str, Any], info: dict[str, Any], started: float) -> None:
         duration = time.perf_counter() - started
