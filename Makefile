@@ -14,10 +14,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # gojq (the upstream jq engine) is the oracle of the differential tests; wrk drives the soak;
-# Chromium (driven by Playwright, no browser download) renders the web UI tests.
+# Chromium (driven by Playwright, no browser download) renders the web UI tests; promtool (from Debian's
+# prometheus package) evaluates the queries of the Grafana dashboard.
 tools:
-	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium >/dev/null; }
+	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
+	  command -v promtool >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium >/dev/null && \
+	    apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # A real kube-apiserver + etcd for the cluster tests, built once from Debian's packages and
 # cached outside the repository (~4 min the first time, instant afterwards).

@@ -68,17 +68,25 @@ class Access:
 
     async def allowed(self, caller: Caller, verb: str, res: Resource, namespace: str | None,
                       name: str | None = None) -> bool:
-        key = (caller, verb, res.group, res.plural, namespace, name)
-        if key in self._allowed:
-            return True
-        if key in self._denied:
-            return False
         attrs: dict[str, Any] = {"verb": verb, "group": res.group, "version": res.version, "resource": res.plural}
         if namespace:
             attrs["namespace"] = namespace
         if name:
             attrs["name"] = name
-        spec: dict[str, Any] = {"user": caller.user, "groups": list(caller.groups), "resourceAttributes": attrs}
+        return await self._review(caller, (caller, verb, res.group, res.plural, namespace, name),
+                                  {"resourceAttributes": attrs})
+
+    async def allowed_path(self, caller: Caller, verb: str, path: str) -> bool:
+        """A non-resource URL (as kube-rbac-proxy authorizes metrics scrapes)."""
+        return await self._review(caller, (caller, verb, "nonResource", path),
+                                  {"nonResourceAttributes": {"verb": verb, "path": path}})
+
+    async def _review(self, caller: Caller, key: tuple[Any, ...], attributes: dict[str, Any]) -> bool:
+        if key in self._allowed:
+            return True
+        if key in self._denied:
+            return False
+        spec: dict[str, Any] = {"user": caller.user, "groups": list(caller.groups), **attributes}
         if caller.uid:
             spec["uid"] = caller.uid
         if caller.extra:

@@ -176,6 +176,11 @@ class Discovery:
     def forget(self, group: str, version: str) -> None:
         self._gv.pop((group, version), None)
 
+    def forget_group(self, group: str) -> None:
+        """A CRD of this group changed: its versions and kinds may have too."""
+        for gv in [gv for gv in self._gv if gv[0] == group]:
+            del self._gv[gv]
+
     async def _group_version(self, group: str, version: str) -> _GroupVersion:
         key = (group, version)
         now = time.monotonic()
@@ -307,7 +312,7 @@ class Kube:
 
     async def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None,
                     label_selector: str | None = None, field_selector: str | None = None,
-                    timeout_seconds: int = 240,
+                    timeout_seconds: int = 240, headers: dict[str, str] | None = None,
                     on_connected: Callable[[], None] | None = None) -> AsyncIterator[dict[str, Any]]:
         """Events `{type, object}` until the server ends the watch (timeout_seconds).
 
@@ -319,7 +324,8 @@ class Kube:
         import aiohttp
 
         resp = await self._send("GET", res.path(namespace), q, None,
-                                aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30))
+                                aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),
+                                headers)
         try:
             if not 200 <= resp.status < 300:
                 raise _error(resp.status, await resp.read(), f"watch {res.path(namespace)}")
@@ -329,8 +335,10 @@ class Kube:
             try:
                 async for chunk in resp.content.iter_any():
                     buf += chunk
-                    while b"\n" in buf:
-                        line, buf = buf.split(b"\n", 1)
+                    if b"\n" not in chunk:
+                        continue
+                    *lines, buf = buf.split(b"\n")
+                    for line in lines:
                         if line.strip():
                             yield _event(line)
             except (asyncio.TimeoutError, aiohttp.ClientError) as e:

@@ -11,39 +11,39 @@ last good version of each definition and lets deletions fall back to lower sourc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
-import random
+from dataclasses import dataclass
 from typing import Any
 
 from ..documents import DocumentError
-from ..karta.load import Definition, NotAKarta, definition_from_document, definitions_from_text
+from ..karta.load import (
+    Definition,
+    NotAKarta,
+    definition_from_document,
+    definitions_from_text,
+)
 from ..karta.store import CLUSTER, CONFIGMAP, DefinitionStore
-from .kube import CONFIGMAPS, EVENTS, KARTAS, Forbidden, Gone, Kube, KubeError, NotFound
+from .informer import Informer
+from .kube import CONFIGMAPS, EVENTS, KARTAS, Forbidden, Kube, KubeError
 
 log = logging.getLogger("wlmap.sources")
 
 DEFAULT_SELECTOR = "workload-map.dev/definitions"
 
 
-class Backoff:
-    """Exponential with full jitter: 0.25 s doubling to `cap`."""
+@dataclass(frozen=True)
+class _Doc:
+    """A source object as the informer keeps it: the whole object (definitions are in it)."""
 
-    def __init__(self, base: float = 0.25, cap: float = 8.0):
-        self.base, self.cap, self.attempt = base, cap, 0
-
-    def reset(self) -> None:
-        self.attempt = 0
-
-    def next(self) -> float:
-        delay = min(self.cap, self.base * 2 ** self.attempt)
-        self.attempt += 1
-        return random.uniform(delay / 2, delay)
+    rv: str
+    obj: dict[str, Any]
 
 
 class WatchedSource:
-    """List + watch one kind of object; subclasses turn the current objects into definitions."""
+    """List + watch one kind of object (an `Informer`); subclasses turn the current objects into
+    definitions.  A list is applied at once (readiness waits for the first); watch events are
+    debounced, so a burst of edits becomes one reload."""
 
     key = ""
     resource = CONFIGMAPS
@@ -54,84 +54,57 @@ class WatchedSource:
     def __init__(self, kube: Kube, store: DefinitionStore, debounce: float = 0.2, watch_timeout: int = 240):
         self.kube, self.store, self.debounce = kube, store, debounce
         self.watch_timeout = watch_timeout
-        self.objects: dict[str, dict[str, Any]] = {}  # name -> object, as last seen
-        self.resource_version: str | None = None
-        self.relists = 0  # tests and metrics read these
-        self.reconnects = 0
-        self.state = "starting"  # starting | synced | unavailable | forbidden | not-served
-        self.error: str | None = None
         self._dirty = asyncio.Event()
+        self.informer: Informer | None = None
+
+    def _make_informer(self) -> Informer:
+        def keep(obj: dict[str, Any]) -> _Doc:
+            return _Doc(str((obj.get("metadata") or {}).get("resourceVersion") or ""), obj)
+
+        return Informer(self.kube, self.resource, keep, lambda *_: self._dirty.set(), namespace=self.namespace,
+                        watch_timeout=self.watch_timeout, label_selector=self.label_selector,
+                        field_selector=self.field_selector, on_list=self._listed, name=self.key,
+                        not_served_retry=10.0)  # nobody pokes a source when its CRD is installed
+
+    # -- what the service and tests read ----------------------------------------------------
+    @property
+    def objects(self) -> dict[str, dict[str, Any]]:
+        """name -> object, as last seen."""
+        inf = self.informer
+        return {name: d.obj for (_, name), d in inf.objects.items()} if inf else {}
+
+    @property
+    def state(self) -> str:
+        return self.informer.state if self.informer else "starting"
+
+    @property
+    def error(self) -> str | None:
+        return self.informer.error if self.informer else None
+
+    @property
+    def resource_version(self) -> str | None:
+        return self.informer.resource_version if self.informer else None
+
+    @property
+    def relists(self) -> int:
+        return self.informer.relists if self.informer else 0
+
+    @property
+    def reconnects(self) -> int:
+        return self.informer.reconnects if self.informer else 0
 
     # -- the loop -------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
+        self.informer = self.informer or self._make_informer()
         flusher = asyncio.create_task(self._flush_loop(stop))
-        backoff, forbidden = Backoff(), Backoff(base=1.0, cap=30.0)
-        need_list = True
         try:
-            while not stop.is_set():
-                try:
-                    if need_list:
-                        await self._list()
-                        need_list = False
-                    await self._watch(stop)  # returns when the server ends the watch: resume from our version
-                    backoff.reset()
-                    forbidden.reset()
-                except Gone:
-                    log.info("%s: resourceVersion %s is too old; listing again", self.key, self.resource_version)
-                    need_list = True
-                except NotFound:
-                    need_list = True
-                    await self._not_served()
-                    await _sleep(stop, 10.0)  # wait for the CRD to be installed
-                except Forbidden as e:
-                    # RBAC may be fixed any time, and a restarting API server briefly denies
-                    # everything until its authorizer has synced: retry soon, then less often
-                    # (resuming the watch if the list was done: our state is still valid).
-                    self._set_state("forbidden", str(e))
-                    await _sleep(stop, forbidden.next())
-                except KubeError as e:
-                    # Server restarting or connection dropped: resume the watch from the last version
-                    # seen (the server answers 410 if it cannot, and we list again then).
-                    self.reconnects += 1
-                    self._set_state("unavailable", str(e))
-                    await _sleep(stop, backoff.next())
-                except Exception as e:  # never let a bug end the loop: the last good definitions stay
-                    log.exception("%s: unexpected error in the watch loop", self.key)
-                    need_list = True
-                    self._set_state("unavailable", f"{type(e).__name__}: {e}")
-                    await _sleep(stop, backoff.next())
+            await self.informer.run(stop)
         finally:
             flusher.cancel()
 
-    async def _list(self) -> None:
-        lst = await self.kube.list(self.resource, self.namespace, label_selector=self.label_selector,
-                                   field_selector=self.field_selector)
-        self.relists += 1
-        self.objects = {o["metadata"]["name"]: o for o in lst["items"]}
-        self.resource_version = lst["metadata"]["resourceVersion"]
-        self._set_state("synced", None)
+    async def _listed(self) -> None:
+        self._dirty.clear()
         await self._apply()  # at once: readiness waits for this first sync
-
-    async def _watch(self, stop: asyncio.Event) -> None:
-        # Jitter the server-side timeout so many replicas do not re-watch in step.
-        timeout = self.watch_timeout + random.randint(0, self.watch_timeout // 4)
-        events = self.kube.watch(self.resource, self.namespace, resource_version=self.resource_version,
-                                 label_selector=self.label_selector, field_selector=self.field_selector,
-                                 timeout_seconds=timeout, on_connected=lambda: self._set_state("synced", None))
-        async with contextlib.aclosing(events):  # the HTTP stream is released however we leave
-            async for ev in events:
-                obj = ev.get("object") or {}
-                meta = obj.get("metadata") or {}
-                self.resource_version = meta.get("resourceVersion") or self.resource_version
-                kind = ev.get("type")
-                if kind in ("ADDED", "MODIFIED"):
-                    self.objects[meta["name"]] = obj
-                    self._dirty.set()
-                elif kind == "DELETED":
-                    self.objects.pop(meta.get("name"), None)
-                    self._dirty.set()
-                if stop.is_set():
-                    return
 
     async def _flush_loop(self, stop: asyncio.Event) -> None:
         while True:
@@ -142,17 +115,6 @@ class WatchedSource:
                 await self._apply()
             except Exception:
                 log.exception("%s: reload failed; the previous definitions stay in service", self.key)
-
-    async def _not_served(self) -> None:
-        self.objects = {}
-        self._set_state("not-served", f"{self.resource.plural}.{self.resource.group or 'core'} is not served")
-        await self._apply()
-
-    def _set_state(self, state: str, error: str | None) -> None:
-        if state != self.state or error != self.error:
-            if error:
-                log.warning("%s: %s", self.key, error)
-            self.state, self.error = state, error
 
     async def _apply(self) -> None:
         loaded, unreadable = self.definitions()
@@ -265,10 +227,3 @@ def _event(cm: dict[str, Any], key: str, message: str) -> dict[str, Any]:
         "source": {"component": "workload-map"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         "reportingComponent": "workload-map",
     }
-
-
-async def _sleep(stop: asyncio.Event, seconds: float) -> None:
-    try:
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
-    except asyncio.TimeoutError:
-        pass

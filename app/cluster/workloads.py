@@ -10,7 +10,9 @@ mapping; authorization is passed in (`allow(verb, resource, namespace, name)`), 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +87,79 @@ def describe_ref(obj: dict[str, Any]) -> dict[str, str]:
             "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name"))}
 
 
+def may_not_get(res: Resource, namespace: str | None) -> LookupFailed:
+    return LookupFailed(403, "forbidden", f"not allowed to get {res.plural}{'.' + res.group if res.group else ''}"
+                                          f"{' in namespace ' + namespace if namespace else ''}")
+
+
+def may_not_list_pods(namespace: str | None) -> LookupFailed:
+    return LookupFailed(403, "forbidden", f"not allowed to list pods{' in namespace ' + namespace if namespace else ''} "
+                                          "(needed for the live pod view; ask with pods=false to skip it)")
+
+
+def now_iso(t: float | None = None) -> str:
+    return dt.datetime.fromtimestamp(t if t is not None else time.time(), dt.timezone.utc) \
+        .isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def direct_freshness(obj: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A direct read reflects the API server as of now (and, for one object, its resourceVersion)."""
+    rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return {"source": "direct", "resourceVersion": rv, "observedAt": now_iso(), "watching": False}
+
+
+def error_row(obj: dict[str, Any], e: Exception, ready: int | None) -> dict[str, Any]:
+    """The summary row of a workload that could not be interpreted (one bad object never hides the others)."""
+    uid = str((obj.get("metadata") or {}).get("uid"))
+    return {"workload": describe_ref(obj) | {"uid": uid}, "phase": None, "pods": {"ready": ready, "desired": None},
+            "gpus": None, "error": str(getattr(e, "detail", None) or e)}
+
+
+def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None) -> dict[str, Any]:
+    """One row of GET /workloads: name, kind, phase, pods ready/desired, GPUs.  A partial
+    interpretation keeps its phase; counts it cannot vouch for are null."""
+    st, totals = result.get("status"), result.get("totals")
+    out: dict[str, Any] = {"workload": result["workload"], "phase": st["phase"] if st else None,
+                           "matched": st["matched"] if st else None,
+                           "pods": {"ready": ready, "desired": totals["pods"] if totals else None},
+                           "gpus": totals["gpus"] if totals else None, "definition": result["definition"]["name"],
+                           "createdAt": (obj.get("metadata") or {}).get("creationTimestamp"),
+                           "complete": result["complete"]}
+    if result.get("errors"):
+        out["errors"] = result["errors"]
+    return out
+
+
+Visible = "bool | set[str]"  # True: everywhere asked; a set: only these namespaces; False: nowhere
+
+
+async def visibility(allow: Allow, res: Resource, namespace: str | None, present: set[str],
+                     warnings: list[str], what: str | None = None) -> bool | set[str]:
+    """Where the caller may list `res` for a list of `namespace` (None: all namespaces).  A
+    caller without a cluster-wide right still sees the namespaces it may list, as it could by
+    listing them one by one itself; `present` are the namespaces that hold objects."""
+    ns = namespace if res.namespaced else None
+    if await allow("list", res, ns, None):
+        return True
+    label = what or f"{res.plural}, so the result leaves {res.kind} out"
+    if ns is None and res.namespaced:
+        allowed = {n for n in sorted(present) if n and await allow("list", res, n, None)}
+        if allowed:
+            warnings.append(f"not allowed to list {res.plural} in every namespace, so the result shows "
+                            f"{'ready counts' if res is PODS else res.kind} only where it is allowed")
+            return allowed
+    warnings.append(f"not allowed to list {label}")
+    return False
+
+
+def visible_in(vis: bool | set[str], namespace: str | None) -> bool:
+    return vis is True or (isinstance(vis, set) and (namespace or "") in vis)
+
+
+def sort_rows(items: list[dict[str, Any]]) -> None:
+    items.sort(key=lambda r: (r["workload"].get("namespace") or "", r["workload"]["name"], r["workload"]["kind"]))
+
+
 class Workloads:
     def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, concurrency: int = 16):
         self.kube, self.registry, self.interpret = kube, registry, interpret
@@ -142,8 +217,7 @@ class Workloads:
             raise LookupFailed(422, "namespace-required", f"{kind} is namespaced: give a namespace")
         ns = namespace if res.namespaced else None
         if not await allow("get", res, ns, name):
-            raise LookupFailed(403, "forbidden", f"not allowed to get {res.plural}{'.' + res.group if res.group else ''}"
-                                                 f"{' in namespace ' + ns if ns else ''}")
+            raise may_not_get(res, ns)
         try:
             obj = await self.kube.get(res, ns, name)
         except NotFound:
@@ -199,8 +273,7 @@ class Workloads:
         k, obj = cands[0]
         assert k.resource is not None
         if not await allow("get", k.resource, namespace if k.resource.namespaced else None, name):
-            raise LookupFailed(403, "forbidden", f"not allowed to get {k.resource.plural}"
-                                                 f"{'.' + k.resource.group if k.resource.group else ''} in namespace {namespace}")
+            raise may_not_get(k.resource, namespace)
         return k, obj
 
     # -- pods -----------------------------------------------------------------------------
@@ -208,8 +281,7 @@ class Workloads:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") if res.namespaced else None
         if not await allow("list", PODS, ns, None):
-            raise LookupFailed(403, "forbidden", f"not allowed to list pods{' in namespace ' + ns if ns else ''} "
-                                                 "(needed for the live pod view; ask with pods=false to skip it)")
+            raise may_not_list_pods(ns)
         try:
             pods = (await self.kube.list(PODS, ns, resource_version="0"))["items"]
         except Forbidden as e:
@@ -238,6 +310,7 @@ class Workloads:
         if pods is not None:
             live = out.setdefault("live", {})
             live.update(generic_flags(obj))  # what status carries too, known even when the status is not
+        out["freshness"] = direct_freshness(obj)
         return out
 
     # -- many -----------------------------------------------------------------------------
@@ -260,7 +333,8 @@ class Workloads:
         async def objects(k: Known) -> list[tuple[Known, dict[str, Any]]]:
             assert k.resource is not None
             ns = namespace if k.resource.namespaced else None
-            if not await allow("list", k.resource, ns, None):
+            everywhere = await allow("list", k.resource, ns, None)
+            if not everywhere and (ns is not None or not k.resource.namespaced):
                 warnings.append(f"not allowed to list {k.resource.plural}, so the result leaves {k.gvk[2]} out")
                 return []
             async with self._sem:
@@ -269,6 +343,12 @@ class Workloads:
                 except (NotFound, Forbidden) as e:
                     warnings.append(f"cannot list {k.gvk[2]}: {e}")
                     return []
+                except KubeError as e:  # no answer: the list would be a guess, so say the cluster is away
+                    raise LookupFailed(503, "cluster-unavailable", f"cannot list {k.gvk[2]}: {e.message}") from None
+            if not everywhere:  # only the namespaces the caller may list
+                present = {str((o.get("metadata") or {}).get("namespace") or "") for o in items}
+                vis = await visibility(allow, k.resource, None, present, warnings)
+                items = [o for o in items if visible_in(vis, (o.get("metadata") or {}).get("namespace"))]
             return [(k, o) for o in items]
 
         lists = await asyncio.gather(*(objects(k) for k in best.values()))
@@ -290,36 +370,24 @@ class Workloads:
 
         async def row(k: Known, obj: dict[str, Any]) -> dict[str, Any]:
             uid = str((obj.get("metadata") or {}).get("uid"))
-            out: dict[str, Any] = {"workload": describe_ref(obj) | {"uid": uid}}
             try:
                 d = self.definition_for(k.gvk)
                 result = await self.interpret(d, obj, None)
             except Exception as e:  # one bad object never hides the others
-                out.update({"phase": None, "pods": {"ready": ready.get(uid), "desired": None}, "gpus": None,
-                            "error": str(getattr(e, "detail", None) or e)})
-                return out
-            out["workload"] = result["workload"]
-            st, totals = result.get("status"), result.get("totals")
-            # A partial interpretation keeps its phase; counts it cannot vouch for are null.
-            out.update({"phase": st["phase"] if st else None, "matched": st["matched"] if st else None,
-                        "pods": {"ready": ready.get(uid), "desired": totals["pods"] if totals else None},
-                        "gpus": totals["gpus"] if totals else None, "definition": result["definition"]["name"],
-                        "createdAt": (obj.get("metadata") or {}).get("creationTimestamp"),
-                        "complete": result["complete"]})
-            if result.get("errors"):
-                out["errors"] = result["errors"]
-            return out
+                return error_row(obj, e, ready.get(uid))
+            return summary_row(obj, result, ready.get(uid))
 
         items = list(await asyncio.gather(*(row(k, o) for k, o in found)))
-        items.sort(key=lambda r: (r["workload"].get("namespace") or "", r["workload"]["name"], r["workload"]["kind"]))
-        return {"items": items, "warnings": sorted(set(warnings))}
+        sort_rows(items)
+        return {"items": items, "warnings": sorted(set(warnings)), "freshness": direct_freshness()}
 
     async def _ready_counts(self, objs: list[dict[str, Any]], namespace: str | None, allow: Allow,
                             warnings: list[str], indexes: dict[str | None, OwnerIndex]) -> dict[str, int]:
         if not objs:
             return {}
-        if not await allow("list", PODS, namespace, None):
-            warnings.append("not allowed to list pods, so ready counts are left out")
+        present = {str((o.get("metadata") or {}).get("namespace") or "") for o in objs}
+        vis = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
+        if vis is False:
             return {}
         try:
             pods = (await self.kube.list(PODS, namespace, resource_version="0"))["items"]
@@ -328,8 +396,11 @@ class Workloads:
             return {}
         by_ns: dict[str | None, list[dict[str, Any]]] = {}
         for p in pods:
+            if not visible_in(vis, (p.get("metadata") or {}).get("namespace")):
+                continue
             by_ns.setdefault((p.get("metadata") or {}).get("namespace"), []).append(p)
-        counts: dict[str, int] = {str((o.get("metadata") or {}).get("uid")): 0 for o in objs}
+        counts: dict[str, int] = {str((o.get("metadata") or {}).get("uid")): 0 for o in objs
+                                  if visible_in(vis, (o.get("metadata") or {}).get("namespace"))}
         for ns, ps in by_ns.items():
             index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
             chains = await index.chains([p.get("metadata") or {} for p in ps])

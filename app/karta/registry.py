@@ -77,6 +77,10 @@ class Registry:
             raise AmbiguousDefinition(gvk, [d.name for d in top])
         return top[0]
 
+    def covers(self, gvk: GVKKey) -> bool:
+        """Some valid definition claims this GVK (ambiguity included)."""
+        return bool(self._by_gvk.get(gvk))
+
     def resolve_object(self, obj: dict) -> Definition | None:
         api_version = str(obj.get("apiVersion") or "")
         group, _, version = api_version.rpartition("/")

@@ -31,19 +31,28 @@ from starlette.responses import Response
 from .. import __version__
 from ..cluster.access import AccessUnavailable, Unauthenticated
 from ..cluster.kube import Resource
-from ..cluster.workloads import Allow, LookupFailed, allow_all
+from ..cluster.workloads import (
+    Allow,
+    Known,
+    LookupFailed,
+    allow_all,
+    direct_freshness,
+    matches_token,
+    may_not_get,
+)
 from ..documents import DocumentError, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
+from ..karta.store import DefinitionStore, summary
 from ..karta.validate import reference_text
 from ..ui import mount_ui
-from . import metrics
+from . import metrics, streams
+from .cluster import Cluster
 from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
 from .middleware import ServiceMiddleware
-from .cluster import Cluster
 from .models import (
     BatchRequest,
     BatchResponse,
@@ -53,16 +62,29 @@ from .models import (
     Interpretation,
     InterpretRequest,
     LiveInterpretation,
+    ModelStatus,
     Problem,
     ValidationResponse,
+    WatchEvent,
     WorkloadList,
 )
-from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation, problem_body
+from .problems import (
+    ProblemError,
+    lookup_problem,
+    on_http,
+    on_problem,
+    on_unexpected,
+    on_validation,
+    problem_body,
+)
 from .settings import Settings, auth_mode, cluster_enabled
-from ..karta.store import DefinitionStore, summary
+from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
+STREAM_RESPONSE = {"description": "the answer; with watch=true a stream of events {type, object, id}",
+                   "content": {"text/event-stream": {"schema": {"type": "string"}},
+                               "application/json;stream=watch": {"schema": {"$ref": "#/components/schemas/WatchEvent"}}}}
 PROBLEMS = {code: {"model": Problem, "content": {"application/problem+json": {}}} for code in
             (400, 401, 403, 404, 409, 413, 415, 422, 500, 501, 503)}
 
@@ -116,6 +138,7 @@ class Service:
         self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
         self.ready = False
         self.stop = asyncio.Event()
+        self.workload_metrics: WorkloadMetrics | None = None
 
     # -- definitions -----------------------------------------------------------------------
     def inline_definition(self, doc: Any) -> Definition:
@@ -171,6 +194,8 @@ class Service:
         if env.ref is not None:
             if env.object is not None:
                 raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
+            if request_state is None:
+                request_state = {}
             obj = await self.fetch_ref(env.ref.model_dump(), request_state)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
@@ -185,6 +210,8 @@ class Service:
         result = await self.evaluate(d, obj, pods)
         if request_state is not None:
             request_state["phase"] = phase_of(result)
+            if "freshness" in request_state:
+                result["freshness"] = request_state.pop("freshness")
         return result
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -251,23 +278,55 @@ class Service:
 
         return allow
 
+    def model(self, kind: str | None, api_version: str | None, namespace: str | None) -> Any:
+        """The live model, when it can answer this read from memory (else None: read directly)."""
+        cluster = self.cluster
+        model = cluster.model if cluster is not None else None
+        if model is None or not self.store.ready() or not model.answers(kind, api_version, namespace):
+            return None
+        return model
+
     async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any] | None) -> dict[str, Any]:
         cluster = self.need_cluster("object references")
+        allow = self.allow_for(request_state)
         try:
+            model = self.model(ref["kind"], ref["apiVersion"], ref.get("namespace"))
+            if model is not None:
+                kw, rec = model.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
+                ns = ref.get("namespace") if kw.resource.namespaced else None
+                if not await allow("get", kw.resource, ns, ref["name"]):
+                    raise may_not_get(kw.resource, ns)
+                if request_state is not None:
+                    request_state["freshness"] = model.freshness()
+                return rec.object()
             _, obj = await cluster.workloads.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"],
-                                                   self.allow_for(request_state))
+                                                   allow)
         except LookupFailed as e:
-            raise lookup_problem(e) from None
+            raise self.explained(e, ref.get("namespace") or "", ref["name"], ref["kind"]) from None
+        if request_state is not None:
+            request_state["freshness"] = direct_freshness(obj)
         return obj
 
-
-_LOOKUP_TITLES = {403: "Forbidden", 404: "Not found", 409: "Ambiguous workload", 422: "Invalid request",
-                  503: "Service unavailable"}
-
-
-def lookup_problem(e: LookupFailed) -> ProblemError:
-    extra = {"candidates": e.candidates} if e.candidates else None
-    return ProblemError(e.status, e.slug, _LOOKUP_TITLES.get(e.status, "Error"), e.message, extra=extra)
+    def explained(self, e: LookupFailed, namespace: str, name: str, kind: str | None) -> ProblemError:
+        """A lookup that found nothing, where an invalid definition is why: say so, and where."""
+        if e.status == 404 and e.slug in ("workload-not-found", "no-definition", "kind-not-served"):
+            reg = self.store.registry
+            bad = [d for st in self.store.all_states() for d in st.rejected
+                   if d.gvk is not None and not reg.covers(d.gvk)
+                   and (not kind or matches_token(kind, Known(d, None)))]
+            if bad:
+                notes = []
+                for d in bad:
+                    g, v, k = d.gvk  # type: ignore[misc]
+                    first = next((f.message for f in d.findings if f.level == "error"), "invalid")
+                    notes.append(f"the only definition of {k} ({g + '/' if g else ''}{v}), {d.name or '?'} from "
+                                 f"{d.origin}, is invalid: {first}")
+                return ProblemError(404, "definition-invalid", "Definition invalid",
+                                    e.message + "; " + "; ".join(notes),
+                                    [{"path": d.origin, "message": next((f.message for f in d.findings
+                                                                         if f.level == "error"), "invalid")}
+                                     for d in bad])
+        return lookup_problem(e)
 
 
 class _StateCollector:
@@ -304,6 +363,7 @@ metrics.REGISTRY.register(_STATE)
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
+    streams.Limits.buffer, streams.Limits.write_timeout = settings.stream_buffer, settings.stream_write_timeout
     service = Service(settings)
 
     @contextlib.asynccontextmanager
@@ -426,38 +486,96 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return _dumps({"items": items})
 
     @app.get("/workloads/{namespace}/{name}", operation_id="getWorkload", response_model=LiveInterpretation,
-             responses=PROBLEMS, tags=["workloads"], summary="A live workload: interpretation plus its pods")
+             responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"],
+             summary="A live workload: interpretation plus its pods (or, with watch=true, a stream of it)")
     async def get_workload(namespace: str, name: str, request: Request, kind: str | None = None,
-                           apiVersion: str | None = None, pods: bool = True) -> Response:
+                           apiVersion: str | None = None, pods: bool = True, watch: bool = False,
+                           resumeFrom: str | None = None) -> Response:
         """Without `kind`, every kind with a definition is looked up (404 when none has the name,
         409 listing the candidates when several do).  `kind` takes a Kind, a plural, or either
         qualified by group (`jobsets.jobset.x-k8s.io`).  Pods are those owned by the workload
         through the controller owner-reference chain, placed on components and instances;
-        `pods=false` skips them (and the pods `list` permission they need)."""
+        `pods=false` skips them (and the pods `list` permission they need).  Answers come from the
+        live model once it is synced (`freshness` says from where, and as of when).
+
+        `watch=true`: a stream of the full interpretation (with `live`), an event each time its
+        phase, readiness, totals, gang or pods change: Server-Sent Events with `Accept:
+        text/event-stream`, else newline-delimited JSON; `Last-Event-ID` (or `resumeFrom`) resumes."""
         cluster = service.need_cluster("live workloads")
         state = request.scope["state"]
+        allow = service.allow_for(state)
         try:
-            result = await cluster.workloads.describe(namespace, name, kind, apiVersion, with_pods=pods,
-                                                      allow=service.allow_for(state))
+            if watch:
+                return await streams.workload_stream(request, streams.need_model(cluster.model), namespace, name,
+                                                     kind, apiVersion, pods, allow)
+            model = service.model(kind, apiVersion, namespace)
+            if model is not None:
+                return Response(await model.describe(namespace, name, kind, apiVersion, with_pods=pods, allow=allow),
+                                media_type=JSON)
+            result = await cluster.workloads.describe(namespace, name, kind, apiVersion, with_pods=pods, allow=allow)
         except LookupFailed as e:
-            raise lookup_problem(e) from None
+            raise service.explained(e, namespace, name, kind) from None
         state["definition"], state["phase"] = result["definition"]["name"], phase_of(result)
         return _dumps(result)
 
-    @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList, responses=PROBLEMS,
-             tags=["workloads"], summary="One summary row per workload of every known kind")
-    async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None) -> Response:
+    @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList,
+             responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"],
+             summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)")
+    async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None,
+                             watch: bool = False, resumeFrom: str | None = None) -> Response:
         """Top-level workloads (objects controlled by another known workload are left out) in a
         namespace, or in all namespaces without `namespace`.  Kinds the caller may not list are
-        left out and named in `warnings`."""
+        left out and named in `warnings`.
+
+        `watch=true`: the current rows as ADDED events, a BOOKMARK with `initialEventsEnd`, then an
+        ADDED / MODIFIED / DELETED event for every row that changes (phase, readiness, totals)."""
         cluster = service.need_cluster("live workloads")
+        allow = service.allow_for(request.scope["state"])
         try:
-            result = await cluster.workloads.summaries(namespace or None, kind,
-                                                       allow=service.allow_for(request.scope["state"]))
+            if watch:
+                return await streams.list_stream(request, streams.need_model(cluster.model), namespace or None,
+                                                 kind, allow)
+            model = service.model(kind, None, namespace or None)
+            if model is not None:
+                result = await model.summaries(namespace or None, kind, allow=allow)
+            else:
+                result = await cluster.workloads.summaries(namespace or None, kind, allow=allow)
         except LookupFailed as e:
             raise lookup_problem(e) from None
         request.scope["state"]["items"] = len(result["items"])
         return _dumps(result)
+
+    @app.get("/model", operation_id="getModel", tags=["workloads"], response_model=ModelStatus,
+             summary="The live model: sync state, watched kinds, objects held, freshness")
+    async def model_status() -> Response:
+        model = service.cluster.model if service.cluster is not None else None
+        if model is None:
+            return _dumps({"enabled": False, "synced": False,
+                           "reason": "no cluster" if service.cluster is None else "--cache false"})
+        return _dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(streams.Limits.open)})
+
+    @app.get("/metrics/workloads", operation_id="workloadMetrics", tags=["health"], response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+                              "description": "Prometheus text format: one set of series per workload"},
+                        **PROBLEMS})
+    async def workload_metrics(request: Request) -> Response:
+        """Per-workload series from the live model (kube-state-metrics style).  With `--auth
+        kubernetes` the caller needs `get` on the non-resource URL `/metrics/workloads`."""
+        cluster = service.need_cluster("workload metrics")
+        if cluster.model is None:
+            raise ProblemError(400, "metrics-need-the-model", "Workload metrics need the live model",
+                               "this service reads the API server directly (--cache false)")
+        caller = request.scope["state"].get("caller")
+        if caller is not None and cluster.access is not None:
+            try:
+                ok = await cluster.access.allowed_path(caller, "get", "/metrics/workloads")
+            except AccessUnavailable as e:
+                raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
+            if not ok:
+                raise ProblemError(403, "forbidden", "Forbidden", "not allowed to get /metrics/workloads")
+        if service.workload_metrics is None or service.workload_metrics.model is not cluster.model:
+            service.workload_metrics = WorkloadMetrics(cluster.model)
+        return Response(service.workload_metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", operation_id="healthz", response_model=Health, tags=["health"])
     async def healthz() -> Response:
@@ -499,7 +617,7 @@ def _patch_openapi(app: FastAPI) -> None:
             return app.openapi_schema
         schema = original()
         comps = schema.setdefault("components", {}).setdefault("schemas", {})
-        for model in (InterpretRequest, DefinitionSummary):
+        for model in (InterpretRequest, DefinitionSummary, WatchEvent):
             model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
             for name, sub in model_schema.pop("$defs", {}).items():
                 comps.setdefault(name, sub)

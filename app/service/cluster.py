@@ -16,8 +16,9 @@ from ..cluster.access import Access
 from ..cluster.kube import Kube, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
 from ..cluster.workloads import Interpret, Workloads
-from .settings import Settings, auth_mode
 from ..karta.store import DefinitionStore
+from ..model.live import LiveModel
+from .settings import Settings, auth_mode
 
 log = logging.getLogger("wlmap.cluster")
 
@@ -37,6 +38,12 @@ class Cluster:
         self.sources.append(ConfigMapSource(kube, store, self.namespace, name=settings.configmap_name,
                                             selector=settings.configmap_selector))
         self.workloads = Workloads(kube, lambda: store.registry, interpret)
+        # The live model (--cache true): reads come from memory once it is synced.
+        self.model: LiveModel | None = None
+        if settings.cache:
+            self.model = LiveModel(kube, lambda: store.registry, interpret, namespaces=settings.watch_namespaces)
+            model = self.model
+            store.listeners.append(lambda _state: model.definitions_changed())
         self.access = Access(kube) if auth_mode(settings) == "kubernetes" else None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -54,8 +61,12 @@ class Cluster:
     def start(self, stop: asyncio.Event) -> None:
         for src in self.sources:
             self._tasks.append(asyncio.create_task(src.run(stop), name=f"watch-{src.key}"))
+        if self.model is not None:
+            self.model.start(stop)
 
     async def close(self) -> None:
+        if self.model is not None:
+            await self.model.close()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:

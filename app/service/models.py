@@ -209,6 +209,18 @@ class Live(_M):
     stale: bool | None = None
 
 
+class Freshness(_M):
+    """How current a live answer is."""
+
+    source: Literal["model", "direct"] = Field(description="model: answered from the watch-maintained model; "
+                                                         "direct: read from the API server for this request")
+    resourceVersion: str | None = Field(description="model: the newest resourceVersion the model has applied; "
+                                                    "direct: the object's")
+    observedAt: str = Field(description="the time the answer reflects: now while every watch is connected, "
+                                        "else when the model last heard from the API server")
+    watching: bool = Field(description="every watch behind the answer is connected")
+
+
 class Interpretation(_M):
     workload: WorkloadRef
     definition: DefinitionRef
@@ -224,6 +236,7 @@ class Interpretation(_M):
                                           "it sizes could not be computed")
     warnings: list[str]
     live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
+    freshness: Freshness | None = Field(None, description="live reads only (ref, /workloads): from where, as of when")
 
 
 class ObjectRefOut(_M):
@@ -259,10 +272,10 @@ class Problem(_M):
 
 class ObjectRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    apiVersion: str
-    kind: str
+    apiVersion: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
     namespace: str | None = None
-    name: str
+    name: str = Field(min_length=1)
 
 
 class InterpretRequest(BaseModel):
@@ -356,6 +369,56 @@ class WorkloadSummary(_M):
 class WorkloadList(_M):
     items: list[WorkloadSummary]
     warnings: list[str] = Field(default_factory=list)
+    freshness: Freshness | None = None
+
+
+class WatchEvent(_M):
+    """One event of a `watch=true` stream (one line of newline-delimited JSON, or one SSE `data:`)."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+    object: dict[str, Any] | None = Field(None, description="the summary row (list stream), the full "
+                                                            "interpretation with live (one workload), or a problem "
+                                                            "(ERROR)")
+    id: str | None = Field(None, description="resume token (SSE carries it as the event id)")
+    initialEventsEnd: bool | None = Field(None, description="on the BOOKMARK after the initial state")
+
+
+class ModelKind(_M):
+    group: str
+    version: str
+    kind: str
+    resource: str
+    namespace: str | None
+    mode: Literal["full", "metadata"]
+    state: str
+    error: str | None
+    objects: int
+    resourceVersion: str | None
+    relists: int
+    reconnects: int
+    events: int
+    definition: str | None
+
+
+class ModelStatus(_M):
+    enabled: bool
+    synced: bool
+    reason: str | None = None
+    server: str | None = Field(None, description="the API server the model watches")
+    startedAt: str | None = None
+    syncedAt: str | None = None
+    namespaces: list[str] | None = None
+    kinds: list[ModelKind] | None = None
+    notServed: list[str] | None = None
+    objects: int | None = None
+    pods: int | None = None
+    workloads: int | None = None
+    pending: int | None = Field(None, description="changes received and not yet applied")
+    interpretations: int | None = None
+    resumeToken: str | None = None
+    freshness: Freshness | None = None
+    definitionsSynced: bool | None = None
+    streams: dict[str, int] | None = Field(None, description="stream clients connected now, by stream (list, workload)")
 
 
 class ValidationResult(BaseModel):

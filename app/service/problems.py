@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from ..cluster.workloads import LookupFailed
 from ..problem import problem_body
 
 PROBLEM_JSON = "application/problem+json"
@@ -70,3 +71,12 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     logging.getLogger("wlmap.http").error("unhandled error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
     return problem_response(500, "internal-error", "Internal error", "the server failed to process the request",
                             request.url.path)
+
+
+_LOOKUP_TITLES = {403: "Forbidden", 404: "Not found", 409: "Ambiguous workload", 422: "Invalid request",
+                  503: "Service unavailable"}
+
+
+def lookup_problem(e: LookupFailed) -> ProblemError:
+    extra = {"candidates": e.candidates} if e.candidates else None
+    return ProblemError(e.status, e.slug, _LOOKUP_TITLES.get(e.status, "Error"), e.message, extra=extra)

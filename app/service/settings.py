@@ -52,6 +52,10 @@ class Settings:
     isolation: str = "untrusted"
     jq_result_cache: bool = True
     log_level: str = "info"
+    cache: bool = True
+    watch_namespaces: list[str] = field(default_factory=list)
+    stream_buffer: int = 1000
+    stream_write_timeout: float = 10.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -75,6 +79,11 @@ class Settings:
         s.isolation = _env("isolation", s.isolation) or s.isolation
         s.jq_result_cache = _bool(_env("jq_result_cache", "true"))
         s.log_level = _env("log_level", s.log_level) or s.log_level
+        s.cache = _bool(_env("cache", "true"))
+        s.watch_namespaces = [n.strip() for n in (_env("watch_namespace") or "").split(",") if n.strip()]
+        s.stream_buffer = int(_env("stream_buffer", str(s.stream_buffer)) or s.stream_buffer)
+        s.stream_write_timeout = float(_env("stream_write_timeout", str(s.stream_write_timeout)) or
+                                       s.stream_write_timeout)
         return s
 
     def to_env(self) -> dict[str, str]:
@@ -92,7 +101,9 @@ class Settings:
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
                 "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
                 "WLMAP_JQ_RESULT_CACHE": str(self.jq_result_cache).lower(),
-                "WLMAP_LOG_LEVEL": self.log_level}
+                "WLMAP_LOG_LEVEL": self.log_level, "WLMAP_CACHE": str(self.cache).lower(),
+                "WLMAP_WATCH_NAMESPACE": ",".join(self.watch_namespaces),
+                "WLMAP_STREAM_BUFFER": str(self.stream_buffer), "WLMAP_STREAM_WRITE_TIMEOUT": str(self.stream_write_timeout)}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -135,6 +146,18 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                         "(WLMAP_JQ_RESULT_CACHE; default true)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default=d.log_level,
                    help="log level; info logs one JSON line per request (WLMAP_LOG_LEVEL)")
+    p.add_argument("--cache", type=_bool, default=d.cache, metavar="true|false",
+                   help="answer live reads from a watch-maintained model of the cluster; false reads the API server "
+                        "on every request (WLMAP_CACHE; default true)")
+    p.add_argument("--watch-namespace", action="append", default=list(d.watch_namespaces), metavar="NS",
+                   dest="watch_namespaces", help="limit the model to this namespace (repeatable; WLMAP_WATCH_NAMESPACE, "
+                                                 "comma-separated; default: every namespace)")
+    p.add_argument("--stream-buffer", type=int, default=d.stream_buffer, metavar="EVENTS",
+                   help="changes buffered per stream client; one that falls further behind is told and disconnected "
+                        "(WLMAP_STREAM_BUFFER; default 1000)")
+    p.add_argument("--stream-write-timeout", type=float, default=d.stream_write_timeout, metavar="SECONDS",
+                   help="a stream client that takes no data for this long is disconnected "
+                        "(WLMAP_STREAM_WRITE_TIMEOUT; default 10)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -145,7 +168,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
                     eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
-                    jq_result_cache=args.jq_result_cache)
+                    jq_result_cache=args.jq_result_cache, cache=args.cache,
+                    watch_namespaces=list(args.watch_namespaces), stream_buffer=args.stream_buffer,
+                    stream_write_timeout=args.stream_write_timeout)
 
 
 def cluster_enabled(s: Settings) -> bool:

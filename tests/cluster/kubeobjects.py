@@ -7,6 +7,7 @@ import time
 import urllib.error
 from typing import Any
 
+from ..consistency import wrote
 from .apiserver import ApiServer
 
 # plural and scope of every kind the tests touch (discovery would do, but this is a test helper)
@@ -47,7 +48,9 @@ class Kubectl:
         self.s = server
 
     def create(self, doc: dict[str, Any]) -> dict[str, Any]:
-        return self.s.call("POST", obj_path(doc, name=False), doc)
+        out = self.s.call("POST", obj_path(doc, name=False), doc)
+        wrote(out, self.s.url)
+        return out
 
     def apply(self, doc: dict[str, Any]) -> dict[str, Any]:
         """Create, or replace the existing object of that name (spec and metadata; not status)."""
@@ -59,22 +62,26 @@ class Kubectl:
         current = self.s.call("GET", obj_path(doc))
         doc = dict(doc, metadata=dict(doc.get("metadata") or {},
                                       resourceVersion=current["metadata"]["resourceVersion"]))
-        return self.s.call("PUT", obj_path(doc), doc)
+        out = self.s.call("PUT", obj_path(doc), doc)
+        wrote(out, self.s.url)
+        return out
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
         return self.s.call("GET", path_of(api_version, kind, namespace, name))
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> None:
         try:
-            self.s.call("DELETE", path_of(api_version, kind, namespace, name))
+            wrote(self.s.call("DELETE", path_of(api_version, kind, namespace, name)), self.s.url)
         except urllib.error.HTTPError as e:
             if e.code != 404:
                 raise
 
     def patch(self, doc_or_path: dict[str, Any] | str, patch: dict[str, Any], status: bool = False) -> dict[str, Any]:
         path = doc_or_path if isinstance(doc_or_path, str) else obj_path(doc_or_path)
-        return self.s.call("PATCH", path + ("/status" if status else ""), patch,
-                           content_type="application/merge-patch+json")
+        out = self.s.call("PATCH", path + ("/status" if status else ""), patch,
+                          content_type="application/merge-patch+json")
+        wrote(out, self.s.url)
+        return out
 
     def set_status(self, doc: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """Write status through the status subresource (as a controller does)."""

@@ -183,16 +183,19 @@ def test_describe_json_and_yaml_are_the_service_response(jobset: dict[str, Any],
     assert got["live"]["current"] == 6 and got["live"]["ready"] == 5 and got["live"]["desired"] == 7
     assert {p["name"]: p["reason"] for p in got["live"]["pods"] if not p["ready"]} == {
         "llm-pretrain-evaluator-0-1": "Unschedulable"}
-    with httpx.Client(base_url=service.url, timeout=30) as c:
+    with service.client() as c:
         api = c.get(f"/workloads/{NS}/llm-pretrain", params={"kind": "jobset"})
     assert api.status_code == 200, api.text
     want = api.json()
+    # The CLI reads the API server (freshness "direct"); the service answers from its model.
+    assert got.pop("freshness")["source"] == "direct" and want.pop("freshness")["source"] in ("model", "direct")
     for doc in (got, want):  # gang.pods follows the API server's list order, which a cached list does not fix
         doc["gang"]["pods"].sort(key=lambda p: p["pod"])
     assert got == want
     r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, "-o", "yaml", kubeconfig=admin)
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load(r.stdout)
+    doc.pop("freshness")
     doc["gang"]["pods"].sort(key=lambda p: p["pod"])
     assert doc == got
 
@@ -256,12 +259,17 @@ def test_get_json_is_the_service_response_and_yaml_the_same(jobset: dict[str, An
     r = wlmap("get", "-n", NS, "-o", "json", kubeconfig=admin)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
-    with httpx.Client(base_url=service.url, timeout=30) as c:
-        assert got == c.get("/workloads", params={"namespace": NS}).json()
+    with service.client() as c:
+        want = c.get("/workloads", params={"namespace": NS}).json()
+    # The CLI reads the API server (freshness "direct"); the service answers from its model.
+    assert got.pop("freshness")["source"] == "direct" and want.pop("freshness")["source"] in ("model", "direct")
+    assert got == want
     js = next(i for i in got["items"] if i["workload"]["kind"] == "JobSet")
     assert js["pods"] == {"ready": 5, "desired": 7} and js["gpus"] == 12 and js["phase"] == "Running"
     r = wlmap("get", "-n", NS, "-o", "yaml", kubeconfig=admin)
-    assert yaml.safe_load(r.stdout) == got
+    doc = yaml.safe_load(r.stdout)
+    doc.pop("freshness")
+    assert doc == got
 
 
 def test_get_all_namespaces_and_default_namespace(jobset: dict[str, Any], kubectl: Kubectl, apiserver: ApiServer,
@@ -287,7 +295,8 @@ def test_get_empty_namespace_and_unknown_type(apiserver: ApiServer, kubectl: Kub
     r = wlmap("get", "-n", "cli-empty", kubeconfig=admin)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "No workloads found in namespace cli-empty.\n")
     r = wlmap("get", "-n", "cli-empty", "-o", "json", kubeconfig=admin)
-    assert (r.returncode, json.loads(r.stdout)) == (0, {"items": [], "warnings": []})
+    out = json.loads(r.stdout)
+    assert (r.returncode, out["items"], out["warnings"], out["freshness"]["source"]) == (0, [], [], "direct")
     r = wlmap("get", "rayjob", "-n", "cli-empty", kubeconfig=admin)  # defined but not served: a warning
     assert r.returncode == 0 and r.stdout == "", r.stderr
     assert r.stderr.splitlines() == ["No workloads found in namespace cli-empty.",

@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ..consistency import hook
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "tests" / "data" / "examples"
 
@@ -53,7 +55,9 @@ class Server:
         return self.log.read()
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=30)
+        """A client that reads the test's own writes (it waits for the service's live model to
+        have applied them: tests/consistency.py)."""
+        return httpx.Client(base_url=self.url, timeout=30, event_hooks={"request": [hook(self.url)]})
 
     def stop(self) -> None:
         self.proc.terminate()

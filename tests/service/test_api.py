@@ -244,3 +244,16 @@ def test_hostile_bodies_get_clear_client_errors(client: httpx.Client):
     assert body["complete"] is False and body["status"]["phase"] == "Running"
     assert "int32" in body["errors"][0]["message"] and body["totals"] is None
     assert client.post("/interpret", json=TASK).status_code == 200
+
+
+def test_an_invalid_ref_is_a_422_whatever_the_configuration(client: httpx.Client):
+    """Without a cluster a valid ref is 501 (nothing to read it from), but an invalid one is the
+    caller's mistake first: 422 naming the fields, as it would be with a cluster."""
+    for ref, fields in (({"apiVersion": "", "kind": "", "namespace": "a", "name": "x"}, {"ref.apiVersion", "ref.kind"}),
+                        ({"apiVersion": "v1", "kind": "Pod", "name": ""}, {"ref.name"}),
+                        ({"apiVersion": "v1", "kind": "Pod"}, {"ref.name"})):
+        r = client.post("/interpret", json={"ref": ref})
+        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
+        assert {e["path"] for e in r.json()["errors"]} == fields, r.json()
+    r = client.post("/interpret", json={"ref": {"apiVersion": "v1", "kind": "Pod", "namespace": "a", "name": "x"}})
+    assert r.status_code == 501 and r.json()["type"].endswith("no-cluster")

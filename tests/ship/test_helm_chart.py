@@ -33,6 +33,7 @@ from ..service.conftest import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "workload-map"
+DASHBOARD = CHART / "dashboards" / "workload-map.json"
 APP_VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 RELEASE = "wlmap"
@@ -40,6 +41,12 @@ RELEASE_NS = "wlmap-chart"  # where the chart is installed (namespaces cannot be
 LIVE_NS = "chart-live"  # workloads the installed service is asked about
 FULL_NS = "chart-full"  # the non-default values, applied only
 FULLNAME = f"{RELEASE}-workload-map"
+READER = f"{FULLNAME}-workload-metrics-reader"
+PROMETHEUS_SA = {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+WORKLOADS_ENDPOINT = {"port": "http", "path": "/metrics/workloads", "interval": "30s", "scrapeTimeout": "10s",
+                      "honorLabels": True,
+                      "relabelings": [{"sourceLabels": ["__metrics_path__"], "targetLabel": "metrics_path"}]}
+TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 ADMIN = {"Authorization": f"Bearer {TOKENS['admin'][0]}"}
 
 BATCHTASK_RULE = {"apiGroups": ["acme.example.com"], "resources": ["batchtasks"], "verbs": ["get", "list", "watch"]}
@@ -48,9 +55,12 @@ FULL_VALUES: dict[str, Any] = {
     "image": {"repository": "registry.example.com/ai/workload-map", "tag": "1.2.3", "pullPolicy": "Always"},
     "config": {"workers": 2, "evalDeadline": 2.5, "evalWorkers": 3, "isolation": "all", "maxBodyBytes": 10485760,
                "allowInlineDefinitions": False, "auth": "none", "configmapSelector": "team=ml",
-               "kartaResources": False, "logLevel": "debug", "jqResultCache": False},
+               "kartaResources": False, "logLevel": "debug", "jqResultCache": False, "cache": False,
+               "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5},
     "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 8, "targetCPUUtilizationPercentage": 60},
-    "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}}},
+    "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
+                "workloadMetrics": {"readers": [PROMETHEUS_SA]}},
+    "grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "AI workloads"}},
     "networkPolicy": {"enabled": True,
                       "ingressFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ui"}}}],
                       "apiServer": {"cidrs": ["10.0.0.1/32"], "ports": [6443]}},
@@ -106,6 +116,12 @@ def one(objs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return found[0]
 
 
+def named(objs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    found = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(found) == 1, f"{len(found)} {kind}/{name} objects"
+    return found[0]
+
+
 def kinds(objs: list[dict[str, Any]]) -> list[str]:
     return sorted(o["kind"] for o in objs)
 
@@ -141,6 +157,7 @@ def catalog_rule_set() -> set[tuple[str, str, str]]:
 REVIEWS = {("authentication.k8s.io", "tokenreviews", "create"),
            ("authorization.k8s.io", "subjectaccessreviews", "create")}
 KARTAS = {("run.ai", "kartas", v) for v in ("get", "list", "watch")}
+CRDS = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("get", "list", "watch")}
 
 
 # -- lint, schema, render (no cluster) -------------------------------------------------------
@@ -176,8 +193,8 @@ def test_plurals_of_irregular_kinds() -> None:
 
 def test_default_render() -> None:
     objs = objects(render())
-    assert kinds(objs) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role",
-                           "RoleBinding", "Service", "ServiceAccount"]
+    assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget",
+                           "Role", "RoleBinding", "Service", "ServiceAccount"]
     for o in objs:
         labels = o["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == "workload-map" and labels["app.kubernetes.io/instance"] == RELEASE
@@ -221,7 +238,8 @@ def test_default_render() -> None:
         "WLMAP_WORKERS": "1", "WLMAP_EVAL_DEADLINE": "2", "WLMAP_EVAL_WORKERS": "2", "WLMAP_ISOLATION": "untrusted",
         "WLMAP_MAX_BODY_BYTES": "3145728", "WLMAP_ALLOW_INLINE_DEFINITIONS": "true", "WLMAP_AUTH": "kubernetes",
         "WLMAP_NAMESPACE": RELEASE_NS, "WLMAP_CONFIGMAP_SELECTOR": "workload-map.dev/definitions",
-        "WLMAP_KARTA_RESOURCES": "true", "WLMAP_LOG_LEVEL": "info", "WLMAP_JQ_RESULT_CACHE": "true", "TMPDIR": "/tmp"}
+        "WLMAP_KARTA_RESOURCES": "true", "WLMAP_LOG_LEVEL": "info", "WLMAP_JQ_RESULT_CACHE": "true",
+        "WLMAP_CACHE": "true", "WLMAP_STREAM_BUFFER": "1000", "WLMAP_STREAM_WRITE_TIMEOUT": "10", "TMPDIR": "/tmp"}
 
     svc = one(objs, "Service")
     assert svc["spec"]["type"] == "ClusterIP"
@@ -236,9 +254,9 @@ def test_default_render() -> None:
 
 def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     objs = objects(render())
-    role = one(objs, "ClusterRole")
+    role = named(objs, "ClusterRole", FULLNAME)
     rules = role["rules"]
-    assert rule_set(rules) == catalog_rule_set() | KARTAS | REVIEWS
+    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | REVIEWS
     for rule in rules:
         assert "*" not in rule.get("apiGroups", []) + rule["resources"] + rule["verbs"]
         assert "secrets" not in rule["resources"] and not rule.get("nonResourceURLs")
@@ -248,7 +266,7 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
                  ("milvus.io", "milvuses"), ("agents.x-k8s.io", "sandboxes"), ("run.ai", "kartas")):
         assert {(need[0], need[1], v) for v in ("get", "list", "watch")} <= granted, need
 
-    binding = one(objs, "ClusterRoleBinding")
+    binding = named(objs, "ClusterRoleBinding", FULLNAME)
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": FULLNAME}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME, "namespace": RELEASE_NS}]
     ns_role = one(objs, "Role")
@@ -259,9 +277,9 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
 
 def test_full_values_render() -> None:
     objs = objects(render(FULL_VALUES, name="wlmap-full", namespace=FULL_NS))
-    assert kinds(objs) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "HorizontalPodAutoscaler",
-                           "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount",
-                           "ServiceMonitor"]
+    assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ConfigMap",
+                           "ConfigMap", "Deployment", "HorizontalPodAutoscaler", "NetworkPolicy", "PodDisruptionBudget",
+                           "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"]
     dep = one(objs, "Deployment")
     assert "replicas" not in dep["spec"]  # the HPA owns the replica count
     c = container(objs)
@@ -272,7 +290,9 @@ def test_full_values_render() -> None:
         "WLMAP_WORKERS": "2", "WLMAP_EVAL_DEADLINE": "2.5", "WLMAP_EVAL_WORKERS": "3", "WLMAP_ISOLATION": "all",
         "WLMAP_MAX_BODY_BYTES": "10485760", "WLMAP_ALLOW_INLINE_DEFINITIONS": "false", "WLMAP_AUTH": "none",
         "WLMAP_NAMESPACE": FULL_NS, "WLMAP_CONFIGMAP_SELECTOR": "team=ml", "WLMAP_KARTA_RESOURCES": "false",
-        "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "TMPDIR": "/tmp"}
+        "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_CACHE": "false",
+        "WLMAP_STREAM_BUFFER": "50", "WLMAP_STREAM_WRITE_TIMEOUT": "2.5",
+        "WLMAP_WATCH_NAMESPACE": "team-a,team-b", "TMPDIR": "/tmp"}
     pod_meta = dep["spec"]["template"]["metadata"]
     assert pod_meta["annotations"] == {"example.com/team": "ml"} and pod_meta["labels"]["tier"] == "platform"
     pod_spec = dep["spec"]["template"]["spec"]
@@ -285,6 +305,8 @@ def test_full_values_render() -> None:
         cfg["workers"], cfg["evalDeadline"], cfg["evalWorkers"], cfg["isolation"], cfg["maxBodyBytes"])
     assert (s.allow_inline_definitions, s.auth, s.namespace, s.configmap_selector, s.karta_resources,
             s.log_level, s.jq_result_cache) == (False, "none", FULL_NS, "team=ml", False, "debug", False)
+    assert (s.to_env()["WLMAP_CACHE"], s.to_env()["WLMAP_WATCH_NAMESPACE"]) == ("false", "team-a,team-b")
+    assert (s.stream_buffer, s.stream_write_timeout) == (50, 2.5)
 
     hpa = one(objs, "HorizontalPodAutoscaler")
     assert hpa["apiVersion"] == "autoscaling/v2"
@@ -297,7 +319,8 @@ def test_full_values_render() -> None:
 
     sm = one(objs, "ServiceMonitor")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1" and sm["metadata"]["labels"]["release"] == "prometheus"
-    assert sm["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"}]
+    assert sm["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
+                                       dict(WORKLOADS_ENDPOINT, interval="15s")]  # auth none: no token sent
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [FULL_NS]}
 
     np = one(objs, "NetworkPolicy")["spec"]
@@ -308,14 +331,20 @@ def test_full_values_render() -> None:
     assert {(p["port"], p["protocol"]) for p in dns["ports"]} == {(53, "UDP"), (53, "TCP")} and "to" not in dns
     assert api == {"ports": [{"port": 6443, "protocol": "TCP"}], "to": [{"ipBlock": {"cidr": "10.0.0.1/32"}}]}
 
-    cm = one(objs, "ConfigMap")
+    cm = named(objs, "ConfigMap", "wlmap-full-workload-map-definitions")
     assert cm["metadata"]["labels"]["workload-map.dev/definitions"] == "true"
-    assert cm["metadata"]["name"] == "wlmap-full-workload-map-definitions"
     assert cm["data"]["batchtask.yaml"] == definition_text(BATCHTASK_DEF)  # a string: verbatim
     assert yaml.safe_load(cm["data"]["batchtask-object.yaml"]) == FULL_VALUES["definitions"]["batchtask-object.yaml"]
 
-    # auth none: no token or access reviews; no Karta resources: no kartas; the extra rule is there
-    rules = one(objs, "ClusterRole")["rules"]
+    dash = named(objs, "ConfigMap", "wlmap-full-workload-map-dashboard")
+    assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dash["metadata"]["annotations"] == {"grafana_folder": "AI workloads"}
+    reader = named(objs, "ClusterRoleBinding", "wlmap-full-workload-map-workload-metrics-reader")
+    assert reader["subjects"] == [PROMETHEUS_SA]
+
+    # auth none: no token or access reviews; no Karta resources: no kartas; no cache: no CRDs; the
+    # extra rule is there
+    rules = named(objs, "ClusterRole", "wlmap-full-workload-map")["rules"]
     assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE])
     assert all("*" not in r["resources"] and "secrets" not in r["resources"] for r in rules)
 
@@ -399,6 +428,29 @@ def test_existing_service_account_and_no_rbac() -> None:
     {"resources": {"limits": {"memory": "lots"}}},
     {"topologySpread": {"whenUnsatisfiable": "Maybe"}},
     {"networkPolicy": {"apiServer": {"cidrs": ["10.0.0.1"]}}},
+    {"config": {"cache": "yes"}},
+    {"config": {"watchNamespaces": "team-a"}},
+    {"config": {"watchNamespaces": ["Team_A"]}},
+    {"config": {"watchNamespaces": ["team-a", "team-a"]}},
+    {"config": {"watchNamespaces": [""]}},
+    {"config": {"streamBuffer": 0}},
+    {"config": {"streamBuffer": "many"}},
+    {"config": {"streamWriteTimeout": 0}},
+    {"metrics": {"workloadMetrics": {"enabled": "true"}}},
+    {"metrics": {"workloadMetrics": {"path": "/metrics/workloads"}}},
+    {"metrics": {"workloadMetrics": {"readers": [{"kind": "ServiceAccount", "name": "prometheus-k8s"}]}}},
+    {"metrics": {"workloadMetrics": {"readers": [{"kind": "Robot", "name": "r2d2"}]}}},
+    {"metrics": {"workloadMetrics": {"readers": [{"kind": "User"}]}}},
+    {"metrics": {"workloadMetrics": {"readers": {"kind": "User", "name": "jane"}}}},
+    {"metrics": {"workloadMetrics": {"tokenSecret": {"name": "Scrape_Token"}}}},
+    {"metrics": {"workloadMetrics": {"tokenSecret": {"name": "scrape-token", "key": ""}}}},
+    {"grafanaDashboard": {"enabled": "yes"}},
+    {"grafanaDashboard": {"label": "grafana dashboard"}},
+    {"grafanaDashboard": {"labelValue": 1}},
+    {"grafanaDashboard": {"labelValue": "not a value"}},
+    {"grafanaDashboard": {"namespace": "Monitoring"}},
+    {"grafanaDashboard": {"annotations": {"grafana_folder": 1}}},
+    {"grafanaDashboard": {"folder": "AI"}},
 ], ids=lambda v: json.dumps(v)[:60])
 def test_schema_rejects_bad_values(bad: dict[str, Any]) -> None:
     chart = helm_python.Chart.load(CHART)
@@ -413,9 +465,18 @@ def test_schema_accepts_the_documented_values() -> None:
     chart = helm_python.Chart.load(CHART)
     chart.validate_schema(FULL_VALUES)
     chart.validate_schema(yaml.safe_load((CHART / "values.yaml").read_text()))
-    chart.validate_schema({"config": {"auth": "auto", "evalDeadline": 0.5, "configmapName": "defs"},
+    chart.validate_schema({"config": {"auth": "auto", "evalDeadline": 0.5, "configmapName": "defs", "cache": False,
+                                      "watchNamespaces": ["team-a", "a1"]},
                            "podDisruptionBudget": {"minAvailable": "50%"},
-                           "tmp": {"sizeLimit": "", "medium": "Memory"}})
+                           "tmp": {"sizeLimit": "", "medium": "Memory"},
+                           "metrics": {"workloadMetrics": {
+                               "enabled": False, "tokenSecret": {"name": "scrape-token", "key": "token"},
+                               "readers": [PROMETHEUS_SA, {"kind": "User", "name": "jane@example.com"},
+                                           {"kind": "Group", "name": "monitoring",
+                                            "apiGroup": "rbac.authorization.k8s.io"}]}},
+                           "grafanaDashboard": {"enabled": True, "label": "example.com/dashboard", "labelValue": "",
+                                                "namespace": "monitoring",
+                                                "annotations": {"k8s-sidecar-target-directory": "/tmp/dashboards/AI"}}})
     objs = objects(render({"config": {"configmapName": "defs"}}))
     env = env_of(objs)
     assert env["WLMAP_CONFIGMAP_NAME"] == "defs" and "WLMAP_CONFIGMAP_SELECTOR" not in env
@@ -427,6 +488,84 @@ def test_notes_tell_how_to_reach_the_service() -> None:
     assert "Authorization: Bearer $TOKEN" in notes and "/workloads?namespace=" in notes
     assert f"{FULLNAME}-definitions" in notes and "rbac.extraRules" in notes
     assert "Authorization" not in render({"config": {"auth": "none"}})["workload-map/templates/NOTES.txt"]
+
+
+def test_cache_and_watch_namespaces_become_env() -> None:
+    env = env_of(objects(render()))
+    assert env["WLMAP_CACHE"] == "true" and "WLMAP_WATCH_NAMESPACE" not in env  # default: every namespace
+    env = env_of(objects(render({"config": {"cache": False, "watchNamespaces": ["team-a", "team-b", "ml"]}})))
+    assert (env["WLMAP_CACHE"], env["WLMAP_WATCH_NAMESPACE"]) == ("false", "team-a,team-b,ml")
+    served = _settings_from(env).to_env()  # what `wlmap serve` reads back
+    assert (served["WLMAP_CACHE"], served["WLMAP_WATCH_NAMESPACE"]) == ("false", "team-a,team-b,ml")
+    env = env_of(objects(render({"config": {"watchNamespaces": ["team-a"]}})))
+    assert (env["WLMAP_CACHE"], env["WLMAP_WATCH_NAMESPACE"]) == ("true", "team-a")
+
+
+def test_crd_watch_rule_follows_the_cache() -> None:
+    """The model (config.cache) watches CustomResourceDefinitions; direct reads do not need it."""
+    assert CRDS <= rule_set(named(objects(render()), "ClusterRole", FULLNAME)["rules"])
+    off = rule_set(named(objects(render({"config": {"cache": False}})), "ClusterRole", FULLNAME)["rules"])
+    assert not CRDS & off and off == catalog_rule_set() | KARTAS | REVIEWS
+
+
+def test_workload_metrics_reader_clusterrole() -> None:
+    objs = objects(render())
+    role = named(objs, "ClusterRole", READER)
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics/workloads"], "verbs": ["get"]}]
+    assert role["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE and "namespace" not in role["metadata"]
+    assert not [o for o in objs if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == READER]
+
+    readers = [PROMETHEUS_SA, {"kind": "Group", "name": "metrics-readers", "apiGroup": "rbac.authorization.k8s.io"}]
+    objs = objects(render({"metrics": {"workloadMetrics": {"readers": readers}}}))
+    binding = named(objs, "ClusterRoleBinding", READER)
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER}
+    assert binding["subjects"] == readers
+    assert named(objs, "ClusterRoleBinding", FULLNAME)["subjects"][0]["kind"] == "ServiceAccount"  # untouched
+
+    for values in ({"metrics": {"workloadMetrics": {"enabled": False, "readers": readers}}},
+                   {"rbac": {"create": False}, "metrics": {"workloadMetrics": {"readers": readers}}}):
+        objs = objects(render(values))
+        assert not [o for o in objs if o["metadata"]["name"] == READER], values
+
+
+def test_servicemonitor_scrapes_workload_metrics_with_the_scrapers_token() -> None:
+    on = {"serviceMonitor": {"enabled": True}}
+    sm = one(objects(render({"metrics": on})), "ServiceMonitor")
+    assert sm["spec"]["endpoints"] == [
+        {"port": "http", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"},  # stays open, no token
+        dict(WORKLOADS_ENDPOINT, bearerTokenFile=TOKEN_FILE)]
+    sm = one(objects(render({"metrics": {**on, "workloadMetrics": {
+        "tokenSecret": {"name": "wlmap-scrape-token", "key": "token"}}}})), "ServiceMonitor")
+    assert sm["spec"]["endpoints"][1] == dict(WORKLOADS_ENDPOINT, authorization={
+        "type": "Bearer", "credentials": {"name": "wlmap-scrape-token", "key": "token"}})
+    sm = one(objects(render({"metrics": on, "config": {"auth": "auto"}})), "ServiceMonitor")
+    assert sm["spec"]["endpoints"][1]["bearerTokenFile"] == TOKEN_FILE  # auto is kubernetes in a pod
+    sm = one(objects(render({"metrics": on, "config": {"auth": "none"}})), "ServiceMonitor")
+    assert sm["spec"]["endpoints"][1] == WORKLOADS_ENDPOINT  # nothing checks a token
+    sm = one(objects(render({"metrics": {**on, "workloadMetrics": {"enabled": False}}})), "ServiceMonitor")
+    assert [e["path"] for e in sm["spec"]["endpoints"]] == ["/metrics"]
+    assert "ServiceMonitor" not in kinds(objects(render()))
+
+
+def test_grafana_dashboard_configmap_only_when_enabled() -> None:
+    assert not [o for o in objects(render()) if o["metadata"]["name"].endswith("-dashboard")]
+    shipped = DASHBOARD.read_text()
+    cm = named(objects(render({"grafanaDashboard": {"enabled": True}})), "ConfigMap", f"{FULLNAME}-dashboard")
+    assert cm["metadata"]["namespace"] == RELEASE_NS and "annotations" not in cm["metadata"]
+    labels = cm["metadata"]["labels"]
+    assert labels["grafana_dashboard"] == "1" and labels["app.kubernetes.io/instance"] == RELEASE
+    assert "workload-map.dev/definitions" not in labels  # not read as definitions
+    assert list(cm["data"]) == ["workload-map.json"] and cm["data"]["workload-map.json"] == shipped
+    assert json.loads(cm["data"]["workload-map.json"])["uid"] == "workload-map"
+
+    cm = named(objects(render({"grafanaDashboard": {
+        "enabled": True, "label": "example.com/grafana-dashboard", "labelValue": "ai", "namespace": "monitoring",
+        "annotations": {"grafana_folder": "AI workloads"}}})), "ConfigMap", f"{FULLNAME}-dashboard")
+    assert cm["metadata"]["namespace"] == "monitoring"
+    assert cm["metadata"]["labels"]["example.com/grafana-dashboard"] == "ai"
+    assert "grafana_dashboard" not in cm["metadata"]["labels"]
+    assert cm["metadata"]["annotations"] == {"grafana_folder": "AI workloads"}
+    assert json.loads(cm["data"]["workload-map.json"]) == json.loads(shipped)
 
 
 # -- on a real API server ---------------------------------------------------------------------
@@ -522,7 +661,7 @@ def release(apiserver: ApiServer, kubectl: Kubectl,
 
 
 def test_rendered_manifests_are_stored_as_sent(release: dict[str, Any]) -> None:
-    assert kinds(release["objects"]) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
+    assert kinds(release["objects"]) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
                                          "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
     for sent, stored in release["applied"]:
         assert dropped(sent, stored) == [], f"{sent['kind']}/{sent['metadata']['name']}"
@@ -686,3 +825,26 @@ def states_ok(c: httpx.Client, name: str) -> bool:
     mine = [d["state"] for d in c.get("/definitions", headers=ADMIN).json()["items"]
             if d["origin"].startswith(f"configmap:{RELEASE_NS}/{name}/")]
     return mine == ["active"]
+
+
+def test_workload_metrics_readers_may_get_the_url(apiserver: ApiServer) -> None:
+    """The reader ClusterRole and its binding, applied to a real API server, answer the
+    SubjectAccessReview the service sends for GET /metrics/workloads: yes for a listed reader,
+    no for anyone else and for any other URL."""
+    objs = objects(render({"metrics": {"workloadMetrics": {"readers": [PROMETHEUS_SA]}}}))
+    cluster = Cluster(apiserver)
+    for o in (named(objs, "ClusterRole", READER), named(objs, "ClusterRoleBinding", READER)):
+        cluster.apply(o)
+
+    def allowed(user: str, path: str) -> bool:
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                  "spec": {"user": user, "groups": ["system:authenticated"],
+                           "nonResourceAttributes": {"path": path, "verb": "get"}}}
+        return bool(apiserver.call("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                                   review)["status"].get("allowed"))
+
+    prometheus = "system:serviceaccount:monitoring:prometheus-k8s"
+    eventually(lambda: allowed(prometheus, "/metrics/workloads"), what="the binding in force")
+    assert not allowed("system:serviceaccount:monitoring:someone-else", "/metrics/workloads")
+    assert not allowed(prometheus, "/metrics/workloads/extra")
+    assert not allowed(prometheus, "/metrics")  # nothing else comes with it

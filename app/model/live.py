@@ -1,0 +1,658 @@
+"""The live model of one cluster: informers -> objects and owner index -> interpretations -> rows.
+
+Data flow:
+
+* **what to watch** (`_plan`): every served kind that has a definition (at its best served
+  version, objects projected to what its definition and the engine read), pods (projected to
+  what the live view and every definition's pod expressions read), the owner kinds that owner
+  chains pass through without a definition (Jobs of a JobSet are covered, ReplicaSets of a
+  Deployment are not: metadata only), and CustomResourceDefinitions (metadata only) so kinds
+  come and go without a restart.  Re-planned when definitions change or a CRD does.
+* **events** (`_on_event`): each informer event updates the owner graph, which says which
+  workloads' pods or nesting changed; those workloads are marked dirty.
+* **interpretations** (`_process`): a dirty top-level workload is re-interpreted only when its
+  object (resourceVersion) or its definition (digest) changed; its summary row (with the ready
+  count from the owner index) is compared with the one last published, and a change becomes an
+  ADDED / MODIFIED / DELETED event for the streams.
+* **reads** (`describe`, `summaries`, `get_object`): from memory, with the same rules and
+  messages as a direct read (cluster/workloads.py), which the service falls back to until the
+  model is synced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from cachetools import LRUCache
+
+from ..cluster.informer import Informer
+from ..cluster.kube import PODS, Kube, KubeError, Resource
+from ..cluster.workloads import (
+    Allow,
+    Known,
+    LookupFailed,
+    allow_all,
+    error_row,
+    matches_token,
+    may_not_get,
+    may_not_list_pods,
+    now_iso,
+    sort_rows,
+    summary_row,
+    version_rank,
+    visibility,
+    visible_in,
+)
+from ..engine.interpret import generic_flags
+from ..jqlang.paths import Tree, merge
+from ..karta.load import Definition
+from ..karta.registry import AmbiguousDefinition, Registry
+from .events import EventLog
+from .owners import OwnerGraph
+from .records import (
+    POD_BASE,
+    Obj,
+    covers,
+    pod_expression_projection,
+    record,
+    workload_projection,
+)
+
+log = logging.getLogger("wlmap.model")
+
+Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
+CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
+GK = tuple[str, str]  # (group, kind)
+
+
+@dataclass
+class KindWatch:
+    """One watched kind: its resource, definition (None: an owner kind, metadata only), informers."""
+
+    resource: Resource
+    definition: Definition | None
+    projection: Tree | bool | None  # None: metadata only
+    informers: list[Informer] = field(default_factory=list)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    is_pod: bool = False
+
+    @property
+    def gk(self) -> GK:
+        return (self.resource.group, self.resource.kind)
+
+    @property
+    def terminal(self) -> bool:
+        return all(i.terminal for i in self.informers)
+
+
+@dataclass(frozen=True)
+class _Crd:
+    rv: str
+    name: str
+
+
+@dataclass
+class WorkloadState:
+    """What the model knows of one workload object beyond the object itself."""
+
+    rv: str = ""  # of the object last interpreted
+    digest: str = ""  # of the definition last interpreted with
+    facts: dict[str, Any] | None = None  # what rows and metrics read of its interpretation
+    error: Exception | None = None
+    row: dict[str, Any] | None = None  # last published summary row (None: not published)
+
+
+def _rv_int(rv: str) -> int:
+    return int(rv) if rv.isdigit() else 0
+
+
+class LiveModel:
+    def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, *,
+                 namespaces: list[str] | None = None, history: int = 20000):
+        self.kube, self.registry, self.interpret = kube, registry, interpret
+        self.namespaces = sorted(set(namespaces or [])) or None  # None: every namespace
+        self.kinds: dict[GK, KindWatch] = {}
+        self.owner_kinds: dict[GK, str] = {}  # owner kinds met on chains -> the version their refs name
+        self.unserved: set[GK] = set()  # owner kinds the cluster does not serve (chains stop there too)
+        self.graph = OwnerGraph(self._covered, self._wanted)
+        self.states: dict[str, WorkloadState] = {}  # workload uid -> state
+        self.events = EventLog(history=history)
+        self.started_at = time.time()
+        self.synced_at: float | None = None
+        self._covered_gk: set[GK] = set()
+        self._dirty: set[str] = set()
+        self._wake = asyncio.Event()
+        self._replan = asyncio.Event()
+        self._stop: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._crd: KindWatch | None = None
+        self._planning = True
+        # the latest live interpretation per workload uid, with what it was computed from
+        self._live: LRUCache[str, tuple[tuple[Any, ...], bytes]] = LRUCache(maxsize=2048)
+        # single-workload streams: (group, kind, namespace, name) -> their wake-ups, and what each
+        # token they were sent stands for (for resumes)
+        self.watchers: dict[tuple[str, str, str, str], set[asyncio.Event]] = {}
+        self.sent: LRUCache[int, tuple[tuple[str, str, str, str], bytes]] = LRUCache(maxsize=50000)
+        self.interpretations = 0  # tests and metrics read these
+        self.replan_every = 60.0
+        self.max_rv = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self, stop: asyncio.Event) -> None:
+        self._stop = stop
+        self._tasks.append(asyncio.create_task(self._plan_loop(), name="model-plan"))
+        self._tasks.append(asyncio.create_task(self._process_loop(), name="model-process"))
+
+    async def close(self) -> None:
+        for kw in list(self.kinds.values()) + ([self._crd] if self._crd else []):
+            self._stop_kind(kw)
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    def definitions_changed(self) -> None:
+        """The registry changed (a definition added, edited, removed): plan again."""
+        self._replan.set()
+
+    # -- sync state -------------------------------------------------------------------------
+    @property
+    def synced(self) -> bool:
+        """The first sync is done (every informer listed, every object interpreted), and every
+        kind planned since has listed too (or met a state a direct read would meet as well).
+        Changes arriving after that are applied as they come: reads do not wait for them."""
+        if self.synced_at is None:
+            return not self._planning and not self._dirty and not self._replan.is_set() \
+                and all(kw.terminal for kw in self.kinds.values())
+        return all(kw.terminal for kw in self.kinds.values())
+
+    def freshness(self) -> dict[str, Any]:
+        informers = [i for kw in self.kinds.values() for i in kw.informers]
+        live = all(i.connected for i in informers)
+        contact = min((i.last_contact for i in informers), default=time.time())
+        return {"source": "model", "resourceVersion": str(self.max_rv) if self.max_rv else None,
+                "observedAt": now_iso(None if live else contact), "watching": live}
+
+    def status(self) -> dict[str, Any]:
+        kinds = [i.status() | {"definition": kw.definition.name if kw.definition else None}
+                 for kw in sorted(self.kinds.values(), key=lambda k: k.gk) for i in kw.informers]
+        top = [u for u, st in self.states.items() if st.row is not None]
+        return {"enabled": True, "synced": self.synced, "server": self.kube.host, "startedAt": now_iso(self.started_at),
+                "syncedAt": now_iso(self.synced_at) if self.synced_at else None,
+                "namespaces": self.namespaces, "kinds": kinds,
+                "notServed": sorted(f"{k}.{g}" if g else k for g, k in self.unserved),
+                "objects": len(self.graph.by_uid), "pods": len(self.graph.pods), "workloads": len(top),
+                "pending": len(self._dirty),
+                "interpretations": self.interpretations, "resumeToken": self.events.token(),
+                "freshness": self.freshness()}
+
+    # -- planning ---------------------------------------------------------------------------
+    def _covered(self, group: str, kind: str) -> bool:
+        return (group, kind) in self._covered_gk
+
+    def _wanted(self, group: str, version: str, kind: str) -> None:
+        gk = (group, kind)
+        if gk in self.kinds or gk in self.unserved or gk in self.owner_kinds:
+            return
+        self.owner_kinds[gk] = version
+        self._replan.set()
+
+    async def _plan_loop(self) -> None:
+        assert self._stop is not None
+        self._replan.set()
+        while not self._stop.is_set():
+            # Planned again on every definition or CRD change, and now and then regardless (a
+            # cluster whose CRDs the service may not watch still gets its new kinds).
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._replan.wait(), self.replan_every)
+            await asyncio.sleep(0.05)  # a burst of definition edits or owner kinds: one plan
+            self._replan.clear()
+            self._planning = True
+            try:
+                await self._plan()
+            except KubeError as e:  # keep watching what we have; plan again once it answers
+                log.warning("model: cannot plan now (%s); retrying", e.message)
+                await asyncio.sleep(1.0)
+                self._replan.set()
+            except Exception:  # noqa: BLE001 - keep watching what we have, plan again soon
+                log.exception("planning the model failed; retrying")
+                await asyncio.sleep(2.0)
+                self._replan.set()
+            finally:
+                self._planning = False
+                self._wake.set()
+
+    async def _resource(self, gvk: tuple[str, str, str]) -> Resource | None:
+        """The served resource, or None when the cluster says it does not serve it.  Any other
+        failure (no answer, or a 403 while a restarted API server's authorizer warms up) raises:
+        a plan made on it would drop kinds that are there."""
+        return await self.kube.resource(gvk)
+
+    async def _plan(self) -> None:
+        reg = self.registry()
+        by_gk: dict[GK, list[Definition]] = {}
+        for d in reg.all():
+            if d.valid and d.gvk is not None:
+                by_gk.setdefault((d.gvk[0], d.gvk[2]), []).append(d)
+        self._covered_gk_next = set(by_gk)
+        want: dict[GK, tuple[Resource, Definition | None]] = {}
+        # Kinds with a definition, each at its best served version (as a direct list reads them).
+        for gk, defs in by_gk.items():
+            versions = sorted({d.gvk[1] for d in defs if d.gvk}, key=version_rank, reverse=True)
+            for v in versions:
+                res = await self._resource((gk[0], v, gk[1]))
+                if res is not None:
+                    try:
+                        d = reg.resolve((gk[0], v, gk[1]))
+                    except AmbiguousDefinition:
+                        d = next(x for x in defs if x.gvk and x.gvk[1] == v)
+                    if d is not None:
+                        want[gk] = (res, d)
+                    break
+        if ("", "Pod") not in want:
+            want[("", "Pod")] = (PODS, None)
+        # Owner kinds without a definition that chains pass through: metadata only.
+        for gk, version in list(self.owner_kinds.items()):
+            if gk in want:
+                continue
+            res = await self._resource((gk[0], version, gk[1]))
+            if res is None:
+                self.unserved.add(gk)
+                del self.owner_kinds[gk]
+                continue
+            want[gk] = (res, None)
+
+        pod_proj = merge(POD_BASE, pod_expression_projection([d for d in reg.active()]))
+        pod_def = want[("", "Pod")][1]
+        if pod_def is not None:
+            pod_proj = merge(pod_proj, workload_projection([pod_def]))
+
+        covered_changed = self._covered_gk_next != self._covered_gk
+        self._covered_gk = self._covered_gk_next
+        for gk in list(self.kinds):
+            if gk not in want or (gk not in by_gk and gk not in self.owner_kinds and gk != ("", "Pod")):
+                self._drop_kind(self.kinds.pop(gk))
+        for gk, (res, d) in want.items():
+            is_pod = gk == ("", "Pod")
+            proj: Tree | bool | None = pod_proj if is_pod else (workload_projection([d]) if d else None)
+            cur = self.kinds.get(gk)
+            if cur is not None and cur.resource == res and covers(cur.projection, proj):
+                if (cur.definition.digest if cur.definition else None) != (d.digest if d else None):
+                    cur.definition = d
+                    self._dirty.update(o.uid for i in cur.informers for o in i.objects.values())
+                continue
+            self._start_kind(KindWatch(res, d, proj, is_pod=is_pod), cur)
+        if covered_changed:
+            self._dirty |= self.graph.rewalk_all()
+        if self._crd is None:
+            self._crd = KindWatch(CRDS, None, None)
+            self._start_kind(self._crd, None, crd=True)
+
+    def _start_kind(self, kw: KindWatch, previous: KindWatch | None, crd: bool = False) -> None:
+        assert self._stop is not None
+        spaces: list[str | None] = list(self.namespaces) if (self.namespaces and kw.resource.namespaced) else [None]
+        if previous is not None:
+            self._stop_kind(previous)
+        for ns in spaces:
+            if crd:
+                inf = Informer(self.kube, kw.resource, self._keep_crd, self._on_crd, metadata_only=True)
+            else:
+                inf = Informer(self.kube, kw.resource, self._keeper(kw), self._handler(kw), namespace=ns,
+                               metadata_only=kw.projection is None)
+            if previous is not None:  # the new list diffs against what we hold: no repeats, no misses
+                for old in previous.informers:
+                    if old.namespace == inf.namespace:
+                        inf.objects = old.objects
+            kw.informers.append(inf)
+            kw.tasks.append(asyncio.create_task(inf.run(self._stop), name=f"informer-{inf.name}"))
+        if not crd:
+            self.kinds[kw.gk] = kw
+        log.info("model: watching %s (%s)", kw.resource.plural + "." + (kw.resource.group or "core"),
+                 "metadata" if kw.projection is None else "full")
+
+    def _stop_kind(self, kw: KindWatch) -> None:
+        for t in kw.tasks:
+            t.cancel()
+        kw.tasks.clear()
+
+    def _drop_kind(self, kw: KindWatch) -> None:
+        self._stop_kind(kw)
+        for inf in kw.informers:
+            for o in inf.objects.values():
+                self._dirty |= self.graph.drop(o.uid)
+        kw.informers.clear()
+        self._wake.set()
+
+    def _keeper(self, kw: KindWatch) -> Callable[[dict[str, Any]], Obj | None]:
+        group, kind = kw.gk
+
+        def keep(obj: dict[str, Any]) -> Obj | None:
+            if "apiVersion" not in obj or obj.get("kind") != kind:
+                obj["apiVersion"], obj["kind"] = kw.resource.api_version, kind
+            return record(obj, group, kind, kw.projection, kw.is_pod)
+
+        return keep
+
+    def _handler(self, kw: KindWatch) -> Callable[[str, Any, Any, Any], None]:
+        workload = kw.definition is not None
+
+        def on_event(type_: str, key: Any, old: Obj | None, new: Obj | None) -> None:
+            if new is not None:
+                if old is not None and old.uid != new.uid:
+                    self._dirty |= self.graph.drop(old.uid)
+                self.max_rv = max(self.max_rv, _rv_int(new.rv))
+                self._dirty |= self.graph.put(new, pod=kw.is_pod, workload=workload)
+                if workload:
+                    self._dirty.add(new.uid)
+            elif old is not None:
+                self._dirty |= self.graph.drop(old.uid)
+            self._wake.set()
+
+        return on_event
+
+    @staticmethod
+    def _keep_crd(obj: dict[str, Any]) -> _Crd:
+        meta = obj.get("metadata") or {}
+        return _Crd(str(meta.get("resourceVersion") or ""), str(meta.get("name") or ""))
+
+    def _on_crd(self, type_: str, key: Any, old: Any, new: Any) -> None:
+        # a CRD came, changed or went: forget what discovery knows of its group, plan again
+        name = (new or old).name
+        group = name.partition(".")[2]
+        self.kube.discovery.forget_group(group)
+        self.unserved = {gk for gk in self.unserved if gk[0] != group}
+        for kw in self.kinds.values():
+            if kw.resource.group == group:
+                for inf in kw.informers:
+                    inf.poke()
+        if self._crd is not None and all(i.synced_once.is_set() for i in self._crd.informers):
+            self._replan.set()
+
+    # -- interpretation ---------------------------------------------------------------------
+    async def _process_loop(self) -> None:
+        assert self._stop is not None
+        while not self._stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 0.1)
+            self._wake.clear()
+            if self.synced_at is None and (self._planning or not self._first_lists_in()):
+                continue  # the first pass waits for every first list: owners before the pods they own
+            try:
+                await self._process()
+            except Exception:  # noqa: BLE001
+                log.exception("model: processing changes failed")
+            if self.synced and self.synced_at is None:
+                self.synced_at = time.time()
+                log.info("model: synced in %.2f s: %d objects, %d workloads", self.synced_at - self.started_at,
+                         len(self.graph.by_uid), sum(1 for s in self.states.values() if s.row is not None))
+
+    def _first_lists_in(self) -> bool:
+        return all(i.synced_once.is_set() for kw in self.kinds.values() for i in kw.informers)
+
+    async def _process(self) -> None:
+        n = 0
+        while self._dirty:
+            uid = self._dirty.pop()
+            seq = self.events.seq
+            await self._refresh(uid)
+            n += 1
+            if n % 25 == 0 or (seq != self.events.seq and self.events.subscribers):
+                await asyncio.sleep(0)  # requests keep being answered, streams keep up with a burst
+
+    def _kind_of(self, obj: Obj) -> KindWatch | None:
+        return self.kinds.get((obj.group, obj.kind))
+
+    async def _refresh(self, uid: str) -> None:
+        obj = self.graph.by_uid.get(uid)
+        kw = self._kind_of(obj) if obj is not None else None
+        state = self.states.get(uid)
+        if self.watchers:
+            key = (obj.group, obj.kind, obj.namespace, obj.name) if obj is not None else \
+                (self._key(state.row) if state is not None and state.row is not None else None)
+            for ev in self.watchers.get(key, ()) if key else ():
+                ev.set()
+        top = obj is not None and kw is not None and kw.definition is not None and uid in self.graph.workloads \
+            and not self.graph.nested.get(uid, False)
+        if not top:
+            if state is not None and state.row is not None:
+                self.events.publish("DELETED", self._key(state.row), state.row, self._res(state.row))
+            if obj is None or kw is None or kw.definition is None:
+                self.states.pop(uid, None)
+            elif state is not None:
+                state.row = None
+            return
+        assert obj is not None and kw is not None and kw.definition is not None
+        state = state or self.states.setdefault(uid, WorkloadState())
+        await self._interpret(obj, kw.definition, state)
+        ready = self.graph.ready_count(uid)
+        row = self._row(obj, state, ready)
+        if row != state.row:
+            self.events.publish("ADDED" if state.row is None else "MODIFIED", self._key(row), row,
+                                (kw.resource.group, kw.resource.plural))
+            state.row = row
+
+    async def _interpret(self, obj: Obj, d: Definition, state: WorkloadState) -> None:
+        if state.rv == obj.rv and state.digest == d.digest and (state.facts is not None or state.error):
+            return
+        state.rv, state.digest = obj.rv, d.digest
+        self.interpretations += 1
+        try:
+            result = await self.interpret(d, obj.object(), None)
+        except Exception as e:  # noqa: BLE001 - one bad object never hides the others
+            state.facts, state.error = None, e
+            return
+        state.facts, state.error = _facts(result), None
+
+    @staticmethod
+    def _key(row: dict[str, Any]) -> tuple[str, str, str, str]:
+        w = row["workload"]
+        return (str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind")), str(w.get("namespace") or ""),
+                str(w.get("name")))
+
+    def _res(self, row: dict[str, Any]) -> tuple[str, str]:
+        g, k, _, _ = self._key(row)
+        kw = self.kinds.get((g, k))
+        return (g, kw.resource.plural) if kw else (g, k.lower() + "s")
+
+    def _row(self, obj: Obj, state: WorkloadState, ready: int | None) -> dict[str, Any]:
+        meta = {"metadata": {"uid": obj.uid, "name": obj.name, "namespace": obj.namespace or None,
+                             "creationTimestamp": obj.created},
+                "apiVersion": self._api_version(obj), "kind": obj.kind}
+        if state.error is not None or state.facts is None:
+            return error_row(meta, state.error or Exception("not interpreted"), ready)
+        return summary_row(meta, state.facts["result"], ready)
+
+    def _api_version(self, obj: Obj) -> str:
+        kw = self._kind_of(obj)
+        return kw.resource.api_version if kw else obj.group
+
+    # -- reads ------------------------------------------------------------------------------
+    def covers_namespace(self, namespace: str | None) -> bool:
+        return self.namespaces is None or (namespace is not None and namespace in self.namespaces)
+
+    def known(self, kind: str | None = None, api_version: str | None = None) -> list[Known]:
+        out = [Known(kw.definition, kw.resource) for kw in self.kinds.values() if kw.definition is not None]
+        if api_version:
+            out = [k for k in out if k.resource is not None and k.resource.api_version == api_version]
+        if kind:
+            out = [k for k in out if matches_token(kind, k)]
+        return out
+
+    def answers(self, kind: str | None, api_version: str | None, namespace: str | None) -> bool:
+        """Whether this read can come from memory (else the caller reads the API server): the
+        model is synced, covers the namespace, and watches the version asked for."""
+        if not self.synced or (namespace is not None and not self.covers_namespace(namespace)):
+            return False
+        if api_version:
+            for d in self.registry().all():
+                if not d.valid or d.gvk is None:
+                    continue
+                g, v, k = d.gvk
+                if (f"{g}/{v}" if g else v) != api_version:
+                    continue
+                kw = self.kinds.get((g, k))
+                if kw is not None and kw.resource.version != v:
+                    return False  # a version we do not watch: read it as asked
+        return True
+
+    def _lookup(self, kw: KindWatch, namespace: str, name: str) -> Obj | None:
+        ns = namespace if kw.resource.namespaced else ""
+        for inf in kw.informers:
+            if inf.namespace in (None, ns):
+                o = inf.objects.get((ns, name))
+                if o is not None:
+                    return o
+        return None
+
+    def find(self, namespace: str, name: str, kind: str | None = None,
+             api_version: str | None = None) -> tuple[KindWatch, Obj]:
+        """The one workload of that name among the watched kinds (the rules of Workloads.find)."""
+        kinds = [kw for kw in self.kinds.values() if kw.definition is not None]
+        if api_version:
+            kinds = [kw for kw in kinds if kw.resource.api_version == api_version]
+        if kind:
+            kinds = [kw for kw in kinds if matches_token(kind, Known(kw.definition, kw.resource))]  # type: ignore[arg-type]
+        if not kinds:
+            what = f'"{kind}"' if kind else "any kind"
+            raise LookupFailed(404, "workload-not-found", f"no served kind with a definition matches {what}")
+        found = [(kw, o) for kw in kinds if (o := self._lookup(kw, namespace, name)) is not None]
+        uids = {o.uid for _, o in found}
+        top = [(kw, o) for kw, o in found if (o.controller or ("", "", "", None))[3] not in uids]
+        cands = top or found
+        if not cands:
+            raise LookupFailed(404, "workload-not-found", f'no workload named "{name}" in namespace {namespace}')
+        if len(cands) > 1:
+            listed = sorted(({"apiVersion": kw.resource.api_version, "kind": kw.resource.kind,
+                              "namespace": o.namespace, "name": o.name} for kw, o in cands),
+                            key=lambda r: (r["kind"], r["apiVersion"]))
+            raise LookupFailed(409, "ambiguous-workload",
+                               f'{len(cands)} workloads are named "{name}" in namespace {namespace}: '
+                               + ", ".join(f"{c['kind']} ({c['apiVersion']})" for c in listed)
+                               + "; give kind (and apiVersion) to pick one", listed)
+        return cands[0]
+
+    def fetch(self, api_version: str, kind: str, namespace: str | None, name: str) -> tuple[KindWatch, Obj]:
+        """One object by exact kind (the rules of Workloads.fetch, minus authorization)."""
+        group, _, version = api_version.rpartition("/")
+        kw = self.kinds.get((group, kind))
+        if kw is None or kw.definition is None or kw.resource.version != version:
+            raise LookupFailed(404, "kind-not-served", f"{kind} ({api_version}) is not served by this cluster")
+        if kw.resource.namespaced and not namespace:
+            raise LookupFailed(422, "namespace-required", f"{kind} is namespaced: give a namespace")
+        o = self._lookup(kw, namespace or "", name)
+        if o is None:
+            where = f" in namespace {namespace}" if kw.resource.namespaced and namespace else ""
+            raise LookupFailed(404, "workload-not-found", f'{kind} "{name}" not found{where}')
+        return kw, o
+
+    def resolve(self, namespace: str, name: str, kind: str | None = None,
+                api_version: str | None = None) -> tuple[KindWatch, Obj]:
+        if kind and api_version:  # one exact kind (the token may be a plural)
+            known = self.known(kind, api_version)
+            return self.fetch(api_version, known[0].gvk[2] if known else kind, namespace, name)
+        return self.find(namespace, name, kind, api_version)
+
+    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
+                       *, with_pods: bool = True, allow: Allow = allow_all) -> bytes:
+        """GET /workloads/{ns}/{name} from memory, as JSON bytes (freshness included)."""
+        kw, obj = self.resolve(namespace, name, kind, api_version)
+        res = kw.resource
+        ns = namespace if res.namespaced else None
+        if not await allow("get", res, ns, name):  # the words of a direct read (fetch, else find)
+            raise may_not_get(res, ns if kind and api_version else namespace)
+        d = self.definition_for(res.gvk)
+        if with_pods and not await allow("list", PODS, ns, None):
+            raise may_not_list_pods(ns)
+        return _with_freshness(await self.live_result(kw, obj, d, with_pods), self.freshness())
+
+    async def live_result(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool) -> bytes:
+        pods = sorted(self.graph.pods_of(obj.uid), key=lambda p: p.name) if with_pods else None
+        sig = (obj.rv, d.digest, None if pods is None else tuple((p.uid, p.rv) for p in pods))
+        hit = self._live.get(obj.uid)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        body = obj.object()
+        result = await self.interpret(d, body, [p.object() for p in pods] if pods is not None else None)
+        if pods is not None:
+            result.setdefault("live", {}).update(generic_flags(body))
+        out = orjson.dumps(result)
+        self._live[obj.uid] = (sig, out)
+        return out
+
+    def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
+        try:
+            d = self.registry().resolve(gvk)
+        except AmbiguousDefinition as e:
+            raise LookupFailed(409, "ambiguous-definition", str(e)) from None
+        if d is None:
+            g, v, k = gvk
+            raise LookupFailed(404, "no-definition", f"no Karta definition covers {g + '/' if g else ''}{v} {k}")
+        return d
+
+    async def summaries(self, namespace: str | None, kind: str | None = None,
+                        allow: Allow = allow_all) -> dict[str, Any]:
+        """GET /workloads from memory (the rules of Workloads.summaries)."""
+        warnings: list[str] = []
+        served = [kw for kw in self.kinds.values() if kw.definition is not None
+                  and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))]
+        if kind and not served:
+            warnings.append(f'no served kind with a definition matches "{kind}"')
+        candidates = [st.row for st in self.states.values() if st.row is not None
+                      and (namespace is None or (st.row["workload"].get("namespace") or None) in (namespace, None))]
+        by_kind: dict[GK, list[dict[str, Any]]] = {}
+        for row in candidates:
+            w = row["workload"]
+            by_kind.setdefault((str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind"))), []).append(row)
+        rows: list[dict[str, Any]] = []
+        for kw in served:
+            refused = next((i for i in kw.informers if i.state == "forbidden"), None)
+            if refused is not None:  # the service itself may not list it: as a direct read says
+                warnings.append(f"cannot list {kw.resource.kind}: {refused.error}")
+                continue
+            mine = by_kind.get(kw.gk, [])
+            present = {str(r["workload"].get("namespace") or "") for r in mine}
+            vis = await visibility(allow, kw.resource, namespace, present, warnings)
+            rows += [r for r in mine if visible_in(vis, r["workload"].get("namespace"))]
+        if rows:
+            present = {str(r["workload"].get("namespace") or "") for r in rows}
+            pods = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
+            if pods is not True:
+                rows = [r if visible_in(pods, r["workload"].get("namespace"))
+                        else dict(r, pods=dict(r["pods"], ready=None)) for r in rows]
+        sort_rows(rows)
+        if self.namespaces is not None and namespace is None:
+            warnings.append("this service watches namespaces " + ", ".join(self.namespaces) + " only")
+        return {"items": rows, "warnings": sorted(set(warnings)), "freshness": self.freshness()}
+
+    def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Every published row with the facts behind it (for the workload metrics)."""
+        return [(st.row, st.facts) for st in self.states.values() if st.row is not None]
+
+
+def _facts(result: dict[str, Any]) -> dict[str, Any]:
+    """What rows and metrics need of an interpretation, kept small (the full result is bytes)."""
+    gang = result.get("gang") or {}
+    minimum = None
+    pg = gang.get("podGroup") if isinstance(gang, dict) else None
+    if isinstance(pg, dict):
+        minimum = pg.get("minAvailable") or sum((s.get("minAvailable") or 0) for s in pg.get("subGroups") or []) or None
+    elif isinstance(gang, dict) and gang.get("podGroups"):
+        minimum = sum((m.get("minAvailable") or 0) for g in gang["podGroups"] for m in g.get("members") or []) or None
+    slim = {"workload": result["workload"], "definition": result["definition"], "complete": result["complete"],
+            "status": {"phase": result["status"]["phase"], "matched": result["status"]["matched"]}
+            if result.get("status") else None,
+            "totals": result.get("totals"), "errors": result.get("errors")}
+    return {"result": slim, "gangMin": minimum}
+
+
+def _with_freshness(body: bytes, freshness: dict[str, Any]) -> bytes:
+    return body[:-1] + b',"freshness":' + orjson.dumps(freshness) + b"}"
+

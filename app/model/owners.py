@@ -1,0 +1,169 @@
+"""The owner index, maintained incrementally from watch events.
+
+Same rules as a direct read (cluster/owners.py, karta-semantics §7.2): a pod belongs to every
+UID named by any owner reference along its controller chain (and to itself), walking only
+`controller: true` references, checking name and UID at every hop, at most 6 hops; an owner
+that is not in the model ends the walk.  A workload object is nested (part of another
+workload) when its controller chain reaches a kind that has a definition.
+
+Every walk records which UIDs it looked up (found or not).  When an object with one of those
+UIDs appears, changes or goes, exactly the objects whose walks touched it are walked again:
+pods that arrived before their Job, a ReplicaSet re-created under a new UID, a Deployment
+deleted from under its pods.  Membership (`members`) and readiness follow from the walks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .records import Obj, Owner
+
+MAX_HOPS = 6
+
+
+class OwnerGraph:
+    def __init__(self, covered: Callable[[str, str], bool], wanted: Callable[[str, str, str], None]):
+        self.covered = covered  # (group, kind) has a definition
+        self.wanted = wanted  # (group, version, kind): an owner kind the model does not hold yet
+        self.by_uid: dict[str, Obj] = {}
+        self.chains: dict[str, frozenset[str]] = {}  # pod uid -> workload uids it belongs to
+        self.members: dict[str, set[str]] = {}  # workload uid -> pod uids
+        self.nested: dict[str, bool] = {}  # workload object uid -> part of another workload
+        self._touched: dict[str, set[str]] = {}  # uid looked up -> uids whose walk looked it up
+        self._walked: dict[str, set[str]] = {}  # uid -> uids its own walk looked up
+        self.pods: set[str] = set()
+        self.workloads: set[str] = set()
+
+    # -- changes ---------------------------------------------------------------------------
+    def put(self, obj: Obj, *, pod: bool, workload: bool) -> set[str]:
+        """Add or replace an object; returns the workload UIDs whose pods or nesting changed."""
+        self.by_uid[obj.uid] = obj
+        if pod:
+            self.pods.add(obj.uid)
+        if workload:
+            self.workloads.add(obj.uid)
+        return self._rewalk({obj.uid} | self._touched.get(obj.uid, set()))
+
+    def drop(self, uid: str) -> set[str]:
+        obj = self.by_uid.pop(uid, None)
+        if obj is None:
+            return set()
+        affected = self._rewalk(set(self._touched.get(uid, set())) - {uid})
+        self.pods.discard(uid)
+        self.workloads.discard(uid)
+        affected |= self._forget(uid)
+        self.nested.pop(uid, None)
+        affected.add(uid)
+        return affected
+
+    def rewalk_all(self) -> set[str]:
+        """After the set of covered kinds changed (definitions came or went)."""
+        return self._rewalk(set(self.pods) | set(self.workloads))
+
+    # -- queries ---------------------------------------------------------------------------
+    def pods_of(self, uid: str) -> list[Obj]:
+        return [self.by_uid[p] for p in self.members.get(uid, ()) if p in self.by_uid]
+
+    def ready_count(self, uid: str) -> int:
+        return sum(1 for p in self.members.get(uid, ()) if (o := self.by_uid.get(p)) is not None and o.ready)
+
+    # -- walks -----------------------------------------------------------------------------
+    def _rewalk(self, uids: set[str]) -> set[str]:
+        affected: set[str] = set()
+        for uid in uids:
+            obj = self.by_uid.get(uid)
+            if obj is None:
+                continue
+            touched: set[str] = set()
+            if uid in self.pods:
+                affected |= self._set_chain(uid, self._chain(obj, touched))
+            if uid in self.workloads:
+                nested = self._nested(obj, touched)
+                if self.nested.get(uid) != nested:
+                    self.nested[uid] = nested
+                    affected.add(uid)
+            self._record_walk(uid, touched)
+        return affected
+
+    def _owner(self, level: Obj, ref: Owner, touched: set[str]) -> Obj | None:
+        group, kind, name, uid, _, version = ref
+        touched.add(uid)
+        owner = self.by_uid.get(uid)
+        if owner is None:
+            self.wanted(group, version, kind)
+            return None
+        if owner.name != name or owner.kind != kind or owner.group != group:
+            return None
+        if owner.namespace and owner.namespace != level.namespace:
+            return None
+        return owner
+
+    def _chain(self, pod: Obj, touched: set[str]) -> frozenset[str]:
+        uids = {pod.uid}
+        level = pod
+        for _ in range(MAX_HOPS + 1):
+            uids.update(o[3] for o in level.owners)
+            ctrl = level.controller
+            owner = self._owner(level, ctrl, touched) if ctrl else None
+            if owner is None:
+                break
+            level = owner
+        return frozenset(uids)
+
+    def _nested(self, obj: Obj, touched: set[str]) -> bool:
+        level = obj
+        for _ in range(MAX_HOPS):
+            ctrl = level.controller
+            if ctrl is None:
+                return False
+            if self.covered(ctrl[0], ctrl[1]):
+                return True
+            owner = self._owner(level, ctrl, touched)
+            if owner is None:
+                return False
+            level = owner
+        return False
+
+    def _set_chain(self, pod: str, chain: frozenset[str]) -> set[str]:
+        old = self.chains.get(pod, frozenset())
+        self.chains[pod] = chain
+        for w in old - chain:
+            s = self.members.get(w)
+            if s is not None:
+                s.discard(pod)
+                if not s:
+                    del self.members[w]
+        for w in chain - old:
+            self.members.setdefault(w, set()).add(pod)
+        return set(chain | old)  # its readiness counts for all of them
+
+    def _record_walk(self, uid: str, touched: set[str]) -> None:
+        for t in self._walked.get(uid, set()) - touched:
+            s = self._touched.get(t)
+            if s is not None:
+                s.discard(uid)
+                if not s:
+                    del self._touched[t]
+        for t in touched:
+            self._touched.setdefault(t, set()).add(uid)
+        if touched:
+            self._walked[uid] = touched
+        else:
+            self._walked.pop(uid, None)
+
+    def _forget(self, uid: str) -> set[str]:
+        affected: set[str] = set()
+        chain = self.chains.pop(uid, None)
+        if chain:
+            affected |= self._set_chain_removed(uid, chain)
+        self._record_walk(uid, set())
+        return affected
+
+    def _set_chain_removed(self, pod: str, chain: frozenset[str]) -> set[str]:
+        for w in chain:
+            s = self.members.get(w)
+            if s is not None:
+                s.discard(pod)
+                if not s:
+                    del self.members[w]
+        return set(chain)

@@ -1,0 +1,143 @@
+"""What the model keeps of each object: the few fields it indexes, plus the object projected to
+what the engine and the live view can read, as compact JSON (parsed again only when needed).
+
+The projection comes from the engine's own analysis (`jqlang.paths.needs`, the same that feeds
+jq only what an expression can reach): the union over every definition that reads the kind,
+plus the fields the engine reads outside jq (envelope, generation flags, pod readiness).  So
+an interpretation of the kept object equals the interpretation of the full object (tested),
+while managedFields, last-applied, env lists and most of a pod spec never take memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..engine.attribution import pod_ready
+from ..engine.compiled import compiled
+from ..engine.interpret import strip_noise
+from ..jqlang import JqParseError, parse
+from ..jqlang.paths import Tree, merge, needs, project
+from ..karta.load import Definition
+
+# (group, kind, name, uid, controller, version)
+Owner = tuple[str, str, str, str, bool, str]
+
+_META: Tree = {"name": True, "namespace": True, "uid": True, "resourceVersion": True, "generation": True,
+               "creationTimestamp": True, "deletionTimestamp": True, "ownerReferences": True}
+# What the engine reads of any workload object outside its definition's expressions.
+WORKLOAD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": _META, "status": {"observedGeneration": True}}
+# What the live view reads of a pod (attribution, readiness, reasons, the pod checks).
+_CONTAINER_STATUS: Tree = {None: {"name": True, "ready": True, "restartCount": True, "state": True}}
+POD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": dict(_META, labels=True),
+                  "spec": {"nodeName": True},
+                  "status": {"phase": True, "reason": True, "conditions": True,
+                             "containerStatuses": _CONTAINER_STATUS, "initContainerStatuses": _CONTAINER_STATUS}}
+
+
+@dataclass(slots=True)
+class Obj:
+    group: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    rv: str
+    owners: tuple[Owner, ...]
+    created: str | None
+    body: bytes | None  # the projected object (None: metadata-only kinds)
+    ready: bool = False  # pods: the Ready condition is True
+
+    def object(self) -> dict[str, Any]:
+        return orjson.loads(self.body) if self.body is not None else {}
+
+    @property
+    def controller(self) -> Owner | None:
+        for o in self.owners:
+            if o[4]:
+                return o
+        return None
+
+
+_intern = sys.intern
+
+
+def owners_of(meta: dict[str, Any]) -> tuple[Owner, ...]:
+    out = []
+    for ref in meta.get("ownerReferences") or []:
+        if not isinstance(ref, dict) or not ref.get("uid"):
+            continue
+        group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
+        out.append((_intern(group), _intern(str(ref.get("kind") or "")), str(ref.get("name") or ""),
+                    str(ref["uid"]), ref.get("controller") is True, _intern(version)))
+    return tuple(out)
+
+
+def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool | None,
+           is_pod: bool = False) -> Obj | None:
+    """The model's record of a wire object (`projection` None: metadata only)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("uid") or not meta.get("name"):
+        return None
+    body = None
+    if projection is not None:
+        kept = strip_noise(obj) if projection is True else project(obj, projection)
+        try:
+            body = orjson.dumps(kept)
+        except TypeError:  # an integer beyond 64 bits: keep it as the engine would read it
+            from ..engine.values import normalize
+
+            body = orjson.dumps(normalize(kept))
+    return Obj(_intern(group), _intern(kind), _intern(str(meta.get("namespace") or "")), str(meta["name"]),
+               str(meta["uid"]), str(meta.get("resourceVersion") or ""), owners_of(meta),
+               meta.get("creationTimestamp"), body, pod_ready(obj) if is_pod else False)
+
+
+def workload_projection(definitions: list[Definition]) -> Tree | bool:
+    """What of a workload kind's objects must be kept for these definitions (its versions)."""
+    tree: Tree | bool | None = WORKLOAD_BASE
+    for d in definitions:
+        tree = merge(tree, compiled(d).projection)
+        if tree is True:
+            return True
+    return tree if tree is not None else True
+
+
+def pod_expression_projection(definitions: list[Definition]) -> Tree | bool:
+    """What every definition's pod expressions (selectors, gang filters and keys) can read."""
+    from ..engine.compiled import expression_texts
+
+    tree: Tree | bool | None = {}
+    for d in definitions:
+        for text in expression_texts(d)[1]:
+            try:
+                tree = merge(tree, needs(parse(text)))
+            except JqParseError:
+                return True
+            if tree is True:
+                return True
+    return tree if tree is not None else {}
+
+
+def covers(wide: Tree | bool | None, narrow: Tree | bool | None) -> bool:
+    """Whether everything `narrow` keeps, `wide` keeps too (then no relist is needed)."""
+    if narrow is None:
+        return True
+    if wide is None:
+        return False
+    if wide is True:
+        return True
+    if narrow is True:
+        return False
+    for k, sub in narrow.items():
+        if k not in wide and None not in wide:
+            return False
+        w = wide.get(k, wide.get(None))
+        if sub == {} and w is not None:
+            continue
+        if not covers(w, sub):
+            return False
+    return True

@@ -1,0 +1,297 @@
+"""Push: `?watch=true` on /workloads and /workloads/{ns}/{name}, from the live model.
+
+Framing: Server-Sent Events for `Accept: text/event-stream` (sse-starlette: `id:` is the resume
+token, `data:` one JSON object), otherwise newline-delimited JSON in the Kubernetes watch style
+(`application/json;stream=watch`, one object per line, with the token as `id`).  Each event is
+`{"type": "ADDED" | "MODIFIED" | "DELETED", "object": ...}`; `BOOKMARK` events (no object) come
+after the initial state (`initialEventsEnd: true`) and every 15 s, so a quiet stream's token
+stays fresh; an `ERROR` event carries a problem and ends the stream.
+
+Resume: `Last-Event-ID` (or `?resumeFrom=`) continues after that token with no repeats and no
+gaps; a token this process cannot resume from (too old, another replica, a restart) is a 410
+problem before any event is sent.  A client that cannot keep up is told (ERROR) and
+disconnected; its buffer is bounded, as is the time one write may block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from sse_starlette.sse import EventSourceResponse, SendTimeoutError, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from ..cluster.kube import PODS
+from ..cluster.workloads import Allow, Known, LookupFailed, matches_token
+from ..model.events import Event, TokenError
+from ..model.live import LiveModel
+from ..problem import problem_body
+from .problems import ProblemError, lookup_problem
+
+WATCH = "application/json;stream=watch"
+HEARTBEAT = 15.0  # seconds between bookmarks
+
+
+class Limits:
+    """Per-client bounds (--stream-buffer, --stream-write-timeout), and who is streaming now."""
+
+    buffer = 1000  # events buffered per client
+    write_timeout = 10.0  # a write blocked this long means the client is gone or stuck
+    open = {"list": 0, "workload": 0}
+
+
+class _Closing:
+    """However a stream ends (done, client gone, a write that timed out), its generator is closed
+    at once, so its subscription and counters go with it, not whenever it is collected."""
+
+    body_iterator: Any
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)  # type: ignore[misc]
+        except (asyncio.TimeoutError, SendTimeoutError, OSError):
+            pass  # the client stopped reading or went away: the server closes the connection
+        finally:
+            with contextlib.suppress(Exception):
+                await self.body_iterator.aclose()
+
+
+class _NdjsonResponse(_Closing, StreamingResponse):
+    """Newline-delimited JSON whose every write must finish within the write timeout."""
+
+    async def stream_response(self, send: Send) -> None:
+        async def bounded(msg: Any) -> None:
+            await asyncio.wait_for(send(msg), Limits.write_timeout)
+
+        await super().stream_response(bounded)
+
+
+class _SseResponse(_Closing, EventSourceResponse):
+    pass
+
+
+def wants_sse(request: Request) -> bool:
+    return "text/event-stream" in request.headers.get("accept", "")
+
+
+def resume_token(request: Request) -> str | None:
+    return request.headers.get("last-event-id") or request.query_params.get("resumeFrom") or None
+
+
+def _frame(sse: bool, payload: dict[str, Any], token: str) -> Any:
+    if sse:
+        return ServerSentEvent(data=orjson.dumps(payload).decode(), id=token)
+    return orjson.dumps(dict(payload, id=token)) + b"\n"
+
+
+def respond(request: Request, frames: AsyncIterator[Any]) -> Any:
+    if wants_sse(request):
+        return _SseResponse(frames, send_timeout=Limits.write_timeout, headers={"Cache-Control": "no-store"})
+    return _NdjsonResponse(frames, media_type=WATCH, headers={"Cache-Control": "no-store"})
+
+
+def _slow(sse: bool, token: str) -> Any:
+    problem = problem_body(429, "slow-client", "Stream client too slow",
+                           f"more than {Limits.buffer} changes waited for this client; resume from the last id received "
+                           "(or list again)", None)
+    return _frame(sse, {"type": "ERROR", "object": problem}, token)
+
+
+def need_model(model: LiveModel | None) -> LiveModel:
+    if model is None:
+        raise ProblemError(400, "streams-need-the-model", "Streams need the live model",
+                           "this service reads the API server directly (--cache false); streams need the live model")
+    return model
+
+
+async def _wait_synced(model: LiveModel, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not model.synced:
+        if asyncio.get_running_loop().time() > deadline:
+            raise ProblemError(503, "model-not-synced", "Not synced yet",
+                               "the live model has not finished its first sync; try again shortly",
+                               headers={"Retry-After": "2"})
+        await asyncio.sleep(0.1)
+
+
+def _token_problem(e: TokenError) -> ProblemError:
+    return ProblemError(e.status, "resume-token-expired" if e.status == 410 else "malformed-resume-token",
+                        "Resume token too old" if e.status == 410 else "Malformed resume token", e.message)
+
+
+# -- the list -------------------------------------------------------------------------------
+
+async def list_stream(request: Request, model: LiveModel, namespace: str | None, kind: str | None,
+                      allow: Allow) -> Any:
+    await _wait_synced(model)
+    sse = wants_sse(request)
+    kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
+             if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))}
+
+    def accept(ev: Event) -> bool:
+        g, k, ns, _ = ev.key
+        return (g, k) in kinds and (namespace is None or ns in (namespace, ""))
+
+    async def visible(ev: Event) -> dict[str, Any] | None:
+        """The row as this caller may see it (None: not at all): what a list would show them,
+        namespace by namespace; the answers are cached briefly by the access checks."""
+        g, k, ns, _ = ev.key
+        res = kinds[(g, k)]
+        asked = namespace if res.namespaced else None
+        if not (await allow("list", res, asked, None) or (asked is None and res.namespaced and ns
+                                                           and await allow("list", res, ns, None))):
+            return None
+        row = ev.object
+        if ev.type != "DELETED" and not (await allow("list", PODS, namespace, None)
+                                         or (namespace is None and ns and await allow("list", PODS, ns, None))):
+            row = dict(row, pods=dict(row["pods"], ready=None))
+        return row
+
+    log = model.events
+    token = resume_token(request)
+    backlog: list[Event] = []
+    snapshot: list[dict[str, Any]] = []
+    try:
+        if token:
+            backlog = [e for e in log.since(log.parse(token)) if accept(e)]
+        else:
+            snapshot = [st.row for st in model.states.values() if st.row is not None]
+    except TokenError as e:
+        raise _token_problem(e) from None
+    # No await between reading the state and subscribing: nothing can slip in between.
+    at = log.seq
+    sub = log.subscribe(accept, Limits.buffer)
+
+    async def frames() -> AsyncIterator[Any]:
+        Limits.open["list"] += 1
+        try:
+            for row in snapshot:
+                g = str(row["workload"].get("apiVersion") or "").rpartition("/")[0]
+                ev = Event(at, "ADDED", (g, row["workload"]["kind"], row["workload"].get("namespace") or "",
+                                         row["workload"]["name"]), row)
+                if accept(ev) and (shown := await visible(ev)) is not None:
+                    yield _frame(sse, {"type": "ADDED", "object": shown}, log.token(at))
+            for ev in backlog:
+                if (shown := await visible(ev)) is not None:
+                    yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
+            last = backlog[-1].seq if backlog else at
+            yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, log.token(last))
+            while True:
+                ev = await sub.next(HEARTBEAT)
+                if sub.overflowed:
+                    yield _slow(sse, log.token(last))
+                    return
+                if ev is None:
+                    yield _frame(sse, {"type": "BOOKMARK"}, log.token(max(last, log.seq)))
+                    continue
+                last = ev.seq
+                if (shown := await visible(ev)) is not None:
+                    yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
+        finally:
+            Limits.open["list"] -= 1
+            sub.close()
+
+    return respond(request, frames())
+
+
+# -- one workload ---------------------------------------------------------------------------
+
+async def workload_stream(request: Request, model: LiveModel, namespace: str, name: str, kind: str | None,
+                          api_version: str | None, with_pods: bool, allow: Allow) -> Any:
+    await _wait_synced(model)
+    sse = wants_sse(request)
+    try:
+        kw, obj = model.resolve(namespace, name, kind, api_version)
+        body = await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
+                                    with_pods=with_pods, allow=allow)
+    except LookupFailed as e:
+        raise lookup_problem(e) from None
+    key = (kw.resource.group, kw.resource.kind, obj.namespace, obj.name)
+    log = model.events
+    token = resume_token(request)
+    known_digest: bytes | None = None
+    if token:
+        try:
+            seq = log.parse(token)
+        except TokenError as e:
+            raise _token_problem(e) from None
+        seen = model.sent.get(seq)
+        if seen is None or seen[0] != key:
+            raise _token_problem(TokenError(410, "the resume token is too old for this workload (or was issued "
+                                                 "for another one); read it again"))
+        known_digest = seen[1]
+    wake = asyncio.Event()
+    model.watchers.setdefault(key, set()).add(wake)
+
+    def record(digest: bytes) -> str:
+        seq = log.next_seq()
+        model.sent[seq] = (key, digest)
+        return log.token(seq)
+
+    async def current() -> bytes | None:
+        """The workload's interpretation now (None: it is gone, or no longer visible to the caller)."""
+        try:
+            return await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
+                                        with_pods=with_pods, allow=allow)
+        except LookupFailed:
+            return None
+
+    async def frames() -> AsyncIterator[Any]:
+        nonlocal body
+        Limits.open["workload"] += 1
+        try:
+            last = _digest(body)
+            # a bookmark repeats the token of the last state sent: resuming from it sends what changed since
+            sent = token or ""
+            if known_digest is None or known_digest != last:
+                sent = record(last)
+                yield _frame(sse, {"type": "ADDED" if known_digest is None else "MODIFIED",
+                                   "object": orjson.Fragment(_strip_freshness(body))}, sent)
+            yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, sent)
+            gone = False
+            while True:
+                try:
+                    await asyncio.wait_for(wake.wait(), HEARTBEAT)
+                except asyncio.TimeoutError:
+                    yield _frame(sse, {"type": "BOOKMARK"}, sent)
+                    continue
+                wake.clear()
+                await asyncio.sleep(0.02)  # a burst of pod updates of one workload: one event
+                now = await current()
+                if now is None:
+                    if not gone:
+                        gone, sent = True, record(b"")
+                        yield _frame(sse, {"type": "DELETED", "object": orjson.Fragment(_strip_freshness(body))}, sent)
+                    continue
+                digest = _digest(now)
+                if digest == last and not gone:
+                    continue
+                kind_ = "ADDED" if gone else "MODIFIED"
+                gone, last, body = False, digest, now
+                sent = record(digest)
+                yield _frame(sse, {"type": kind_, "object": orjson.Fragment(_strip_freshness(now))}, sent)
+        finally:
+            Limits.open["workload"] -= 1
+            s = model.watchers.get(key)
+            if s is not None:
+                s.discard(wake)
+                if not s:
+                    del model.watchers[key]
+
+    return respond(request, frames())
+
+
+def _strip_freshness(body: bytes) -> bytes:
+    i = body.rfind(b',"freshness":')
+    return body[:i] + b"}" if i > 0 else body
+
+
+def _digest(body: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(_strip_freshness(body), digest_size=16).digest()
