@@ -107,9 +107,27 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any, str], Path
     return shoot
 
 
+_timings: list[tuple[str, float]] = []
+
+
+@pytest.fixture(scope="session")
+def timings() -> Callable[[str, float], None]:
+    """Record how long a change in the cluster took to show in the browser (printed at the end)."""
+
+    def note(what: str, seconds: float) -> None:
+        _timings.append((what, seconds))
+        print(f"{what}: {seconds * 1000:.0f} ms")
+
+    return note
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _shots_dir and any(_shots_dir[0].glob("*.png")):
         terminalreporter.write_line(f"UI screenshots: {_shots_dir[0]}")
+    if _timings:
+        terminalreporter.write_line("UI live updates, change in the API server -> visible in Chromium:")
+        for what, seconds in _timings:
+            terminalreporter.write_line(f"  {seconds * 1000:6.0f} ms  {what}")
 
 
 @pytest.fixture(scope="session")

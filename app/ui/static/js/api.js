@@ -35,14 +35,32 @@ export class ApiError extends Error {
   }
 }
 
+/** The Authorization header of this tab's token (none without one). */
+export function authHeaders() {
+  const token = getToken();
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+/** The problem of a failed answer: its problem+json body, or one made up from the status. */
+export function problemFrom(resp, raw) {
+  let problem;
+  try {
+    problem = JSON.parse(raw);
+  } catch {
+    problem = null;
+  }
+  if (!problem || typeof problem !== "object") {
+    problem = { title: resp.statusText || "Error", status: resp.status, detail: String(raw || "").slice(0, 500) };
+  }
+  return problem;
+}
+
 /**
  * fetch() against the API with the token; resolves to the parsed JSON (or text when `text`),
  * rejects with ApiError.  A network failure is an ApiError of status 0.
  */
 export async function api(path, { method = "GET", body, contentType, accept = "application/json", text = false } = {}) {
-  const headers = { Accept: accept };
-  const token = getToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
+  const headers = { Accept: accept, ...authHeaders() };
   if (body !== undefined) headers["Content-Type"] = contentType || "application/json";
   let resp;
   try {
@@ -52,18 +70,7 @@ export async function api(path, { method = "GET", body, contentType, accept = "a
       detail: `the request to ${path} failed: ${e.message || e}` });
   }
   const raw = await resp.text();
-  if (!resp.ok) {
-    let problem;
-    try {
-      problem = JSON.parse(raw);
-    } catch {
-      problem = null;
-    }
-    if (!problem || typeof problem !== "object") {
-      problem = { title: resp.statusText || "Error", status: resp.status, detail: raw.slice(0, 500) };
-    }
-    throw new ApiError(resp.status, problem);
-  }
+  if (!resp.ok) throw new ApiError(resp.status, problemFrom(resp, raw));
   if (text) return raw;
   return raw ? JSON.parse(raw) : null;
 }

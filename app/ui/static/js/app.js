@@ -1,4 +1,5 @@
 // Entry point: the token control of the top bar, and a tiny router over location.pathname.
+// A view may return a function: it is called when the view is left (it closes its streams).
 
 import { getToken, onTokenChange, setToken } from "./api.js";
 import { BASE, clear, h, put, setTitle, ui } from "./dom.js";
@@ -50,15 +51,20 @@ function tokenControl() {
   });
 }
 
+let leave = null; // what the page on screen must stop (its streams) when another replaces it
+
 function route() {
   const view = document.getElementById("view");
   const path = location.pathname.slice(BASE.length);
+  if (leave) leave();
+  leave = null;
   for (const [re, nav, make] of routes) {
     const m = path.match(re);
     if (!m) continue;
     for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === nav);
     clear(view);
-    make(m)(view);
+    const done = make(m)(view);
+    if (typeof done === "function") leave = done;
     return;
   }
   setTitle("Not found");
@@ -69,3 +75,11 @@ function route() {
 
 tokenControl();
 route();
+// Leaving the page closes its streams; coming back to it from the back/forward cache reopens them.
+window.addEventListener("pagehide", () => {
+  if (leave) leave();
+  leave = null;
+});
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted) route();
+});

@@ -109,3 +109,40 @@ export function onSubmitKey(el, fn) {
     }
   });
 }
+
+/**
+ * Run `fn` (which replaces what `container` shows) without moving the reader: the page's and
+ * the inner scroll positions, which <details> are open, and the focused element (by id) are
+ * as they were, as far as the new content allows.
+ */
+export function keepPlace(container, fn) {
+  const x = window.scrollX;
+  const y = window.scrollY;
+  const scrolled = [...container.querySelectorAll("[id]")].filter((e) => e.scrollTop || e.scrollLeft)
+    .map((e) => [e.id, e.scrollLeft, e.scrollTop]);
+  const open = [...container.querySelectorAll("details[id]")].map((d) => [d.id, d.open]);
+  const focused = container.contains(document.activeElement) && document.activeElement.id ? document.activeElement.id : null;
+  container.style.minHeight = `${container.offsetHeight}px`; // nothing shrinks under the reader meanwhile
+  try {
+    fn();
+  } finally {
+    const find = (id) => {
+      const e = document.getElementById(id);
+      return e && container.contains(e) ? e : null;
+    };
+    for (const [id, isOpen] of open) {
+      const d = find(id);
+      if (d) d.open = isOpen;
+    }
+    for (const [id, left, top] of scrolled) {
+      const e = find(id);
+      if (e) {
+        e.scrollLeft = left;
+        e.scrollTop = top;
+      }
+    }
+    if (focused && find(focused)) find(focused).focus({ preventScroll: true });
+    container.style.minHeight = "";
+    window.scrollTo(x, y);
+  }
+}

@@ -1,9 +1,13 @@
-// /ui/ — one row per workload of every known kind, in a namespace or in all of them.
+// /ui/ — one row per workload of every known kind, in a namespace or in all of them.  After the
+// first answer the page follows the list's stream: rows are updated, inserted and removed in
+// place (sort, filters and figures kept); without streams, Refresh and Auto-refresh remain.
 
 import { api, ApiError, failure } from "../api.js";
 import {
-  PHASES, age, clear, definitionHref, h, phaseChip, put, readyBar, setTitle, ui, workloadHref,
+  PHASES, age, clear, definitionHref, groupOf, h, phaseChip, put, readyBar, setTitle, ui, workloadHref,
 } from "../dom.js";
+import { liveIndicator } from "../live.js";
+import { openStream } from "../stream.js";
 
 const COLUMNS = [
   // key, label, numeric (first click sorts descending), value for sorting
@@ -23,6 +27,12 @@ function phaseRank(r) {
   if (r.error) return -1;
   const i = PHASES.indexOf(r.phase);
   return i < 0 ? PHASES.length : i;
+}
+
+/** What identifies a row in the stream: group, kind, namespace, name. */
+function keyOf(r) {
+  const w = r.workload || {};
+  return [groupOf(w.apiVersion), w.kind, w.namespace || "", w.name].join("\u0000");
 }
 
 function cmp(a, b) {
@@ -51,6 +61,15 @@ export function renderList(view) {
     loaded: false,
   };
   let timer = null;
+  const ages = setInterval(() => later(), 60000); // rows kept on screen: their age moves on
+  let stream = null;
+  let streamsOff = false;
+  let loads = 0; // the answer of the latest load only is shown
+  let frame = 0; // a render is pending (coalesces a burst of events)
+  const shown = new Map(); // key -> {row, tr}: the rows on screen
+  const changed = new Set(); // keys of rows a stream event changed since the last render
+  const texts = new WeakMap(); // row -> its JSON (to tell a change from a repeat)
+  const live = liveIndicator();
 
   // -- controls ------------------------------------------------------------------------
   const nsInput = h("input", { type: "text", id: "namespace", list: "namespaces", value: state.namespace,
@@ -64,7 +83,8 @@ export function renderList(view) {
     spellcheck: "false", autocomplete: "off" });
   const refresh = h("button", { type: "button", class: "secondary", id: "refresh" }, "Refresh");
   const auto = h("input", { type: "checkbox", id: "auto-refresh" });
-  const updated = h("span", { class: "faint", id: "updated" });
+  const autoLabel = h("label", { class: "check hidden", id: "auto-refresh-label",
+    title: `Reload the list every ${REFRESH_MS / 1000} s (live updates are not available)` }, auto, "Auto-refresh");
 
   const stats = h("div", { class: "stats", id: "stats" });
   const notices = h("div", { id: "notices" });
@@ -73,10 +93,11 @@ export function renderList(view) {
   const table = h("table", { class: "workloads", id: "workloads" }, thead, tbody);
   const body = h("div", { id: "list-body" }, table);
 
+  const root = table; // gone from the document: the page was left
   view.append(
     h("div", { class: "page-head" },
       h("div", { class: "title" }, h("h1", {}, "Workloads"),
-        h("div", { class: "sub" }, "Every workload of a kind that has a definition, read live from the cluster.", updated))),
+        h("div", { class: "sub" }, "Every workload of a kind that has a definition, read live from the cluster.", live.el))),
     notices,
     stats,
     h("div", { class: "card" },
@@ -85,7 +106,7 @@ export function renderList(view) {
         h("label", { class: "field" }, "Kind", kindSelect),
         h("label", { class: "field" }, "Phase", phaseSelect),
         h("label", { class: "field grow" }, "Filter", search),
-        h("label", { class: "check" }, auto, "Auto-refresh"),
+        autoLabel,
         refresh),
       body));
 
@@ -199,8 +220,11 @@ export function renderList(view) {
       stat("stat-gpus", "GPUs requested", sum((r) => r.gpus)));
   }
 
-  function renderRows() {
-    renderHead();
+  /** The rows as the filters and the order say; `head`: the header too (a new order). */
+  function renderRows(head = true) {
+    cancelAnimationFrame(frame);
+    frame = 0;
+    if (head) renderHead();
     const col = COLUMNS.find((c) => c[0] === state.sort) || COLUMNS[1];
     const rows = visible();
     const key = col[3];
@@ -210,27 +234,162 @@ export function renderList(view) {
       return state.desc ? -c : c;
     });
     renderStats(rows);
-    clear(tbody);
+    const flash = new Set(changed);
+    changed.clear();
     if (!rows.length) {
-      tbody.append(h("tr", {}, h("td", { colspan: COLUMNS.length, class: "empty" }, state.items.length
+      shown.clear();
+      put(tbody, h("tr", {}, h("td", { colspan: COLUMNS.length, class: "empty" }, state.items.length
         ? "No workload matches the filter."
         : state.namespace ? `No workloads in namespace “${state.namespace}”.` : "No workloads found.")));
       return;
     }
-    tbody.append(...rows.map(row));
+    for (const tr of [...tbody.children]) if (!tr.classList.contains("workload-row")) tr.remove(); // "Loading…", "No …"
+    // Rows keep their element while their data is the same; new or changed rows get a new one;
+    // then the elements are put in order, moving only those out of place.
+    const want = new Set();
+    let prev = null;
+    for (const r of rows) {
+      const key = keyOf(r);
+      want.add(key);
+      let s = shown.get(key);
+      if (!s || s.row !== r) {
+        const tr = row(r);
+        if (flash.has(key)) tr.classList.add("changed");
+        if (s) s.tr.replaceWith(tr);
+        s = { row: r, tr };
+        shown.set(key, s);
+      } else {
+        const cell = s.tr.querySelector("td.age");
+        const now = age(r.createdAt);
+        if (cell && cell.textContent !== now) cell.textContent = now; // a kept row grows older
+      }
+      const at = prev ? prev.nextSibling : tbody.firstChild;
+      if (at !== s.tr) tbody.insertBefore(s.tr, at);
+      prev = s.tr;
+    }
+    for (const [key, s] of shown) {
+      if (!want.has(key)) {
+        s.tr.remove();
+        shown.delete(key);
+      }
+    }
+  }
+
+  function later() {
+    if (!frame) frame = requestAnimationFrame(() => {
+      frame = 0;
+      renderRows(false);
+    });
+  }
+
+  // -- the stream ------------------------------------------------------------------------
+  const json = (r) => {
+    let t = texts.get(r);
+    if (t === undefined) texts.set(r, (t = JSON.stringify(r)));
+    return t;
+  };
+
+  /** `rows` replaces the rows in the stream's scope (all, or those of the kind filtered). */
+  function replaceRows(rows) {
+    const before = new Map(state.items.map((r) => [keyOf(r), r]));
+    const inScope = (r) => !state.kind || r.workload.kind === state.kind;
+    const next = state.items.filter((r) => !inScope(r));
+    for (const r of rows) {
+      const old = before.get(keyOf(r));
+      if (old && json(old) === json(r)) next.push(old); // the same: keep its row on screen
+      else {
+        changed.add(keyOf(r));
+        next.push(r);
+      }
+    }
+    const keys = new Set(rows.map(keyOf));
+    const gone = state.items.some((r) => inScope(r) && !keys.has(keyOf(r)));
+    const same = next.length === state.items.length && !changed.size && !gone;
+    state.items = next;
+    if (!same) touched();
+  }
+
+  function applyEvent(ev) {
+    const r = ev.object;
+    if (!r || !r.workload) return;
+    const key = keyOf(r);
+    const i = state.items.findIndex((x) => keyOf(x) === key);
+    if (ev.type === "DELETED") {
+      if (i >= 0) state.items.splice(i, 1);
+    } else if (i >= 0) {
+      if (json(state.items[i]) === json(r)) return;
+      state.items[i] = r;
+      changed.add(key);
+    } else {
+      state.items.push(r);
+      changed.add(key);
+    }
+    touched();
+  }
+
+  /** The items changed: kinds, namespaces, rows and figures follow, on the next frame. */
+  function touched() {
+    const kinds = [...kindSelect.options].map((o) => o.value).filter(Boolean);
+    if (state.items.some((r) => r.workload.kind && !kinds.includes(r.workload.kind))) renderKinds();
+    const known = new Set([...nsList.options].map((o) => o.value));
+    if (state.items.some((r) => r.workload.namespace && !known.has(r.workload.namespace))) rememberNamespaces(state.items);
+    live.updated();
+    later();
+  }
+
+  function streamPath() {
+    const q = new URLSearchParams();
+    if (state.namespace) q.set("namespace", state.namespace);
+    if (state.kind) q.set("kind", state.kind);
+    return "/workloads" + (q.toString() ? "?" + q : "");
+  }
+
+  function follow() {
+    stopFollowing();
+    if (!root.isConnected || streamsOff) return;
+    stream = openStream(streamPath(), {
+      onSnapshot: replaceRows,
+      onEvent: applyEvent,
+      onStatus: (st, why) => {
+        if (!root.isConnected) return dispose();
+        live.status(st, why);
+        if (st === "off") streamsOff = true; // this service has none: Refresh and Auto-refresh it is
+        const streaming = st !== "off" && st !== "paused";
+        autoLabel.classList.toggle("hidden", streaming);
+        if (streaming && auto.checked) { // the stream does better than a timer
+          auto.checked = false;
+          auto.dispatchEvent(new Event("change"));
+        }
+      },
+    });
+  }
+
+  function stopFollowing() {
+    if (stream) stream.close();
+    stream = null;
+  }
+
+  function dispose() {
+    stopFollowing();
+    clearInterval(timer);
+    clearInterval(ages);
+    cancelAnimationFrame(frame);
   }
 
   // -- loading ---------------------------------------------------------------------------
   async function load() {
+    const mine = ++loads;
     const q = new URLSearchParams();
     if (state.namespace) q.set("namespace", state.namespace);
     refresh.disabled = true;
     if (!state.loaded) put(tbody, h("tr", {}, h("td", { colspan: COLUMNS.length, class: "loading" }, "Loading…")));
     try {
       const data = await api("/workloads" + (q.toString() ? "?" + q : ""));
+      if (mine !== loads) return;
       state.items = data.items || [];
       state.warnings = data.warnings || [];
       state.loaded = true;
+      changed.clear(); // a reload is not a change to point at
       clear(notices);
       if (state.warnings.length) {
         notices.append(h("div", { class: "notice warn", id: "warnings" }, h("h2", {}, "Some workloads may be missing"),
@@ -241,19 +400,24 @@ export function renderList(view) {
       rememberNamespaces(state.items);
       renderKinds();
       renderRows();
-      updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      live.updated();
+      follow(); // from a fresh state (its snapshot replaces this answer: nothing is missed in between)
     } catch (err) {
+      if (mine !== loads) return;
+      stopFollowing();
+      live.status("paused", err.message);
       state.loaded = false;
       body.classList.add("hidden");
       stats.classList.add("hidden");
       put(notices, explain(err, load));
     } finally {
-      refresh.disabled = false;
+      if (mine === loads) refresh.disabled = false;
     }
   }
 
   nsInput.addEventListener("change", () => {
     state.namespace = nsInput.value.trim();
+    stopFollowing(); // nothing more of the namespace left; the new one's stream opens after its list
     syncUrl();
     setTitle(state.namespace || "All namespaces", "Workloads");
     load();
@@ -265,6 +429,7 @@ export function renderList(view) {
     state.kind = kindSelect.value;
     syncUrl();
     renderRows();
+    if (state.loaded) follow(); // the stream of that kind (or of all)
   });
   phaseSelect.addEventListener("change", () => {
     state.phase = phaseSelect.value;
@@ -287,6 +452,7 @@ export function renderList(view) {
   renderKinds();
   renderHead();
   load();
+  return dispose;
 }
 
 function explain(err, retry) {

@@ -1,8 +1,12 @@
 // /ui/workloads/{namespace}/{name} — one live workload: its tree with pods, status, gang, resources.
+// After the first answer the page follows the workload's stream and draws each new state in
+// place, keeping the reader's scroll position.
 
 import { api, failure } from "../api.js";
-import { h, phaseChip, put, setTitle, ui } from "../dom.js";
+import { h, keepPlace, phaseChip, put, setTitle, ui } from "../dom.js";
 import { definitionLine, resultSections } from "../details.js";
+import { liveIndicator } from "../live.js";
+import { openStream } from "../stream.js";
 
 export function downloadButton(result, name) {
   const button = h("button", { type: "button", class: "secondary", id: "download-json", title: "The API's answer, as JSON" },
@@ -25,10 +29,12 @@ export function renderWorkload(view, namespace, name) {
   const path = `/workloads/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}${q.toString() ? "?" + q : ""}`;
   setTitle(`${namespace}/${name}`);
 
+  const live = liveIndicator();
   const phase = h("span", { id: "head-phase" });
   const sub = h("div", { class: "sub", id: "head-sub" }, params.get("kind") || "");
   const refresh = h("button", { type: "button", class: "secondary", id: "refresh" }, "Refresh");
-  const tools = h("div", { class: "head-tools" }, refresh);
+  const tools = h("div", { class: "head-tools" }, live.el, refresh);
+  const gone = h("div", { id: "gone" });
   const body = h("div", { id: "workload-body" }, h("div", { class: "loading" }, "Loading…"));
   view.append(
     h("div", { class: "page-head" },
@@ -38,27 +44,124 @@ export function renderWorkload(view, namespace, name) {
         h("h1", { class: "workload-title" }, h("span", { id: "workload-name" }, name), " ", phase),
         sub),
       tools),
+    gone,
     body);
 
+  let shown = null; // the JSON of what is on screen (a stream event that repeats it changes nothing)
+  let stream = null;
+  let streamsOff = false;
+  let loads = 0;
+  let frame = 0;
+  let next = null; // the newest interpretation not drawn yet
+
+  /** Draw an interpretation (the API's answer, or an event's object) in place of the last one. */
+  function show(result) {
+    const text = JSON.stringify(withoutFreshness(result));
+    if (text === shown) return;
+    shown = text;
+    const w = result.workload || {};
+    setTitle(`${w.kind} ${namespace}/${name}`);
+    put(phase, phaseChip(result.status?.phase, true));
+    put(sub, h("span", {}, h("strong", {}, w.kind), " ", h("span", { class: "faint" }, w.apiVersion)),
+      definitionLine(result.definition));
+    const download = downloadButton(result, name); // the newest answer
+    const old = tools.querySelector("#download-json");
+    if (old) old.replaceWith(download);
+    else tools.insertBefore(download, refresh);
+    const sections = resultSections(result);
+    keepPlace(body, () => {
+      put(body, sections);
+      sections.draw();
+    });
+    live.updated();
+  }
+
+  function later(result) {
+    next = result;
+    if (!frame) frame = requestAnimationFrame(() => {
+      frame = 0;
+      const r = next;
+      next = null;
+      if (r && body.isConnected) show(r);
+    });
+  }
+
+  function markGone(isGone) {
+    if (isGone === body.classList.contains("gone")) return;
+    body.classList.toggle("gone", isGone);
+    put(gone, isGone ? h("div", { class: "notice warn", id: "deleted", role: "status" },
+      h("h2", {}, "This workload was deleted"),
+      h("p", {}, `It went at ${new Date().toLocaleTimeString()}. Below is its last state; the page follows it again `,
+        "if it comes back.")) : null);
+    if (isGone) live.updated();
+  }
+
+  // -- the stream ------------------------------------------------------------------------
+  function follow(w) {
+    stopFollowing();
+    if (!body.isConnected || streamsOff) return;
+    const pin = new URLSearchParams({ kind: w.kind, apiVersion: w.apiVersion }); // the one shown, even if a twin appears
+    stream = openStream(`/workloads/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?${pin}`, {
+      onSnapshot: (objects) => {
+        if (objects.length) {
+          markGone(false);
+          later(objects[0]);
+        }
+      },
+      onEvent: (ev) => {
+        if (ev.type === "DELETED") markGone(true);
+        else if (ev.object) {
+          markGone(false);
+          later(ev.object);
+        }
+      },
+      onError: (err) => {
+        if (err.status === 404) markGone(true); // gone while the link was down; the stream keeps trying
+      },
+      onStatus: (st, why) => {
+        if (!body.isConnected) return dispose();
+        if (st === "off") streamsOff = true;
+        live.status(st, why);
+      },
+    });
+  }
+
+  function stopFollowing() {
+    if (stream) stream.close();
+    stream = null;
+  }
+
+  function dispose() {
+    stopFollowing();
+    cancelAnimationFrame(frame);
+  }
+
   async function load() {
+    const mine = ++loads;
     refresh.disabled = true;
     try {
       const result = await api(path);
-      const w = result.workload || {};
-      setTitle(`${w.kind} ${namespace}/${name}`);
-      put(phase, phaseChip(result.status?.phase, true));
-      put(sub, h("span", {}, h("strong", {}, w.kind), " ", h("span", { class: "faint" }, w.apiVersion)),
-        definitionLine(result.definition));
-      const sections = resultSections(result);
-      put(tools, downloadButton(result, name), refresh);
-      put(body, sections);
-      sections.draw();
+      if (mine !== loads) return;
+      markGone(false);
+      show(result);
+      live.updated();
+      follow(result.workload || {}); // from a fresh state: its first event is the same picture, or a newer one
     } catch (err) {
+      if (mine !== loads) return;
+      stopFollowing();
+      live.status("paused", err.message);
+      shown = null;
       put(body, failure(err, load, "Could not read the workload"));
     } finally {
-      refresh.disabled = false;
+      if (mine === loads) refresh.disabled = false;
     }
   }
   refresh.addEventListener("click", load);
   load();
+  return dispose;
+}
+
+function withoutFreshness(result) {
+  const { freshness, ...rest } = result; // eslint-disable-line no-unused-vars
+  return rest;
 }
