@@ -145,14 +145,18 @@ class Informer:
 
     async def _list(self) -> None:
         headers = {"Accept": PARTIAL_LIST} if self.metadata_only else None
-        lst = await self.kube.list(self.resource, self.namespace, limit=self.page_size, headers=headers,
-                                   label_selector=self.label_selector, field_selector=self.field_selector)
-        self.relists += 1
         fresh: dict[Key, Any] = {}
-        for obj in lst["items"]:
-            rec = self.keep(obj)
-            if rec is not None:
-                fresh[key_of(obj)] = rec
+        rv = ""
+        # page by page: what is kept of each object is small, the objects are not
+        async for page, rv in self.kube.pages(self.resource, self.namespace, limit=self.page_size, headers=headers,
+                                              label_selector=self.label_selector,
+                                              field_selector=self.field_selector):
+            for obj in page:
+                rec = self.keep(obj)
+                if rec is not None:
+                    fresh[key_of(obj)] = rec
+            page.clear()
+        self.relists += 1
         old, self.objects = self.objects, fresh
         # The differences only: a relist after a 410 or an outage must neither repeat what the
         # consumer has nor miss what changed meanwhile.
@@ -165,7 +169,7 @@ class Informer:
         for k, prev in old.items():
             if k not in fresh:
                 self.on_event("DELETED", k, prev, None)
-        self.resource_version = lst["metadata"]["resourceVersion"]
+        self.resource_version = rv
         self.last_contact = time.time()
         self._set_state("synced", None)
         if self.on_list is not None:

@@ -293,22 +293,36 @@ class Kube:
                    limit: int = 500, headers: dict[str, str] | None = None) -> dict[str, Any]:
         """All pages of a list: {"items": [...], "metadata": {"resourceVersion": ...}}."""
         items: list[Any] = []
-        cont: str | None = None
         rv_out = None
+        async for page, rv_out in self.pages(res, namespace, label_selector=label_selector,
+                                             field_selector=field_selector, resource_version=resource_version,
+                                             limit=limit, headers=headers):
+            items += page
+        return {"items": items, "metadata": {"resourceVersion": rv_out}}
+
+    async def pages(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
+                    field_selector: str | None = None, resource_version: str | None = None,
+                    limit: int = 500, headers: dict[str, str] | None = None) -> AsyncIterator[tuple[list[Any], str]]:
+        """A list page by page, with the list's resourceVersion: a consumer that keeps a little of
+        each object never holds the whole list (8,000 pods are ~70 MB of JSON, ~500 MB as dicts)."""
+        cont: str | None = None
+        rv_out = ""
         while True:
             q = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit,
                  "continue": cont, "resourceVersion": resource_version if cont is None else None}
             doc = await self.request("GET", res.path(namespace), q, headers=headers)
-            for item in doc.get("items") or []:
+            items = doc.get("items") or []
+            for item in items:
                 # list items carry no apiVersion/kind on the wire; interpretation needs them
                 if isinstance(item, dict) and "kind" not in item:
                     item["apiVersion"], item["kind"] = res.api_version, res.kind
-                items.append(item)
             meta = doc.get("metadata") or {}
-            rv_out = meta.get("resourceVersion", rv_out)
+            rv_out = meta.get("resourceVersion") or rv_out
             cont = meta.get("continue")
+            del doc
+            yield items, rv_out
             if not cont:
-                return {"items": items, "metadata": {"resourceVersion": rv_out}}
+                return
 
     async def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None,
                     label_selector: str | None = None, field_selector: str | None = None,

@@ -32,8 +32,10 @@ def _number(resource: str, value: str) -> float | None:
 
 
 class WorkloadCollector(Collector):
-    def __init__(self, model: LiveModel):
-        self.model = model
+    """The series of the given rows (all of the model's by default)."""
+
+    def __init__(self, model: LiveModel, rows: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None):
+        self.model, self._rows = model, rows
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         info = GaugeMetricFamily("wlmap_workload_info", "One series per workload the model holds: its definition",
@@ -49,7 +51,7 @@ class WorkloadCollector(Collector):
                                      labels=LABELS + ["resource"])
         gang = GaugeMetricFamily("wlmap_workload_gang_min_available", "The gang minimum (pods that must start "
                                  "together), for definitions with gang instructions", labels=LABELS)
-        for row, facts in self.model.rows():
+        for row, facts in self._rows if self._rows is not None else self.model.rows():
             w = row["workload"]
             labels = [str(w.get("namespace") or ""), str(w.get("apiVersion") or "").rpartition("/")[0],
                       str(w.get("kind") or ""), str(w.get("name") or "")]
@@ -62,30 +64,72 @@ class WorkloadCollector(Collector):
                 desired.add_metric(labels, pods["desired"])
             if pods.get("ready") is not None:
                 ready.add_metric(labels, pods["ready"])
-            totals = ((facts or {}).get("result") or {}).get("totals")
-            if totals:
-                reqs: dict[str, Any] = dict(totals.get("requests") or {})
-                reqs.setdefault("nvidia.com/gpu", str(totals.get("gpus") or 0))
-                for res in sorted(reqs):
-                    n = float(totals["gpus"]) if res == "nvidia.com/gpu" else _number(res, str(reqs[res]))
-                    if n is not None:
-                        requests.add_metric(labels + [res], n)
+            for res, n in requested(facts):
+                requests.add_metric(labels + [res], n)
             if facts and facts.get("gangMin") is not None:
                 gang.add_metric(labels, facts["gangMin"])
         yield from (info, phase, desired, ready, requests, gang)
 
 
+def requested(facts: dict[str, Any] | None) -> list[tuple[str, float]]:
+    """(resource, amount) of a workload's desired totals, computed once per interpretation."""
+    if not facts:
+        return []
+    hit = facts.get("_requested")
+    if hit is not None:
+        return hit
+    totals = (facts.get("result") or {}).get("totals")
+    out: list[tuple[str, float]] = []
+    if totals:
+        reqs: dict[str, Any] = dict(totals.get("requests") or {})
+        reqs.setdefault("nvidia.com/gpu", str(totals.get("gpus") or 0))
+        for res in sorted(reqs):
+            n = float(totals["gpus"]) if res == "nvidia.com/gpu" else _number(res, str(reqs[res]))
+            if n is not None:
+                out.append((res, n))
+    facts["_requested"] = out
+    return out
+
+
+FAMILIES = ["wlmap_workload_info", "wlmap_workload_phase", "wlmap_workload_pods_desired",
+            "wlmap_workload_pods_ready", "wlmap_workload_resource_requests", "wlmap_workload_gang_min_available"]
+
+
 class WorkloadMetrics:
-    """The exposition text of one model, rendered again only when the model changed."""
+    """The exposition text of one model.  prometheus-client renders each workload's lines (its
+    escaping and number formatting), and they are kept until that workload's row or facts change:
+    a scrape re-renders only what changed since the last one, then joins the families."""
 
     def __init__(self, model: LiveModel):
         self.model = model
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(WorkloadCollector(model))
+        self._headers = self._render([])  # HELP and TYPE lines of every family
+        self._lines: dict[int, tuple[dict[str, Any], Any, dict[str, list[str]]]] = {}
         self._cached: tuple[tuple[int, int], bytes] | None = None
+
+    def _render(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> dict[str, list[str]]:
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(WorkloadCollector(self.model, rows))
+        out: dict[str, list[str]] = {f: [] for f in FAMILIES}
+        for line in generate_latest(reg).decode().splitlines(keepends=True):
+            name = line.split(" ", 3)[2] if line.startswith("#") else line.split("{", 1)[0].split(" ", 1)[0]
+            out[name].append(line)
+        return out
 
     def render(self) -> bytes:
         version = (self.model.events.seq, len(self.model.states))
-        if self._cached is None or self._cached[0] != version:
-            self._cached = (version, generate_latest(self.registry))
+        if self._cached is not None and self._cached[0] == version:
+            return self._cached[1]
+        fresh: dict[int, tuple[dict[str, Any], Any, dict[str, list[str]]]] = {}
+        for row, facts in self.model.rows():
+            hit = self._lines.get(id(row))
+            if hit is None or hit[0] is not row or hit[1] is not facts:  # rows and facts are replaced, never edited
+                hit = (row, facts, self._render([(row, facts)]))
+            fresh[id(row)] = hit
+        self._lines = fresh
+        parts: list[str] = []
+        for f in FAMILIES:
+            parts += self._headers[f]
+            for _, _, lines in fresh.values():
+                parts += lines[f]
+        self._cached = (version, "".join(parts).encode())
         return self._cached[1]
