@@ -377,7 +377,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await service.evaluator.start()
+        # Workers start with the first definition that needs one (a catalog-only service never
+        # pays their ~40 MB each); a service given definition folders starts them at once.
+        await service.evaluator.start(eager=bool(settings.definitions) or settings.isolation == "all")
         watcher = asyncio.create_task(service.store.watch(service.stop)) if service.store.folders else None
         if service.cluster_wanted:
             service.cluster = await Cluster.connect(service.store, settings, service.evaluate)

@@ -153,16 +153,23 @@ class Evaluator:
         self.isolation = isolation
         self.pool = Pool(pool_size, deadline) if isolation != "none" else None
 
-    async def start(self) -> None:
+    async def start(self, eager: bool = True) -> None:
         """Start the workers in the background: built-in definitions are served at once, and
-        a request that needs a worker waits for the first one to be up."""
-        if self.pool is not None:
+        a request that needs a worker waits for the first one to be up.  `eager=False` waits for
+        that first request (a service that serves only the built-in catalog never pays for them)."""
+        self._starting: asyncio.Task[None] | None = None
+        if self.pool is not None and eager:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        if self._starting is None and self.pool is not None:
             self._starting = asyncio.get_running_loop().create_task(self.pool.start())
 
     async def close(self) -> None:
         if self.pool is not None:
-            with contextlib.suppress(Exception):
-                await self._starting
+            if self._starting is not None:
+                with contextlib.suppress(Exception):
+                    await self._starting
             await self.pool.close()
 
     def isolated(self, d: Definition) -> bool:
@@ -174,6 +181,7 @@ class Evaluator:
                         pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         if self.isolated(d):
             assert self.pool is not None
+            self._spawn()
             result = await self.pool.interpret(d, obj, pods)
             # Workers keep definitions by digest; the same content can come from several sources
             # (a ConfigMap copy of a Karta resource), so name the one that was actually resolved.
