@@ -87,6 +87,18 @@ def describe_ref(obj: dict[str, Any]) -> dict[str, str]:
             "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name"))}
 
 
+def definition_for(registry: Registry, gvk: tuple[str, str, str]) -> Definition:
+    """The definition serving a GVK, or the lookup failure a caller reports (409 ambiguous, 404 none)."""
+    try:
+        d = registry.resolve(gvk)
+    except AmbiguousDefinition as e:
+        raise LookupFailed(409, "ambiguous-definition", str(e)) from None
+    if d is None:
+        g, v, k = gvk
+        raise LookupFailed(404, "no-definition", f"no Karta definition covers {g + '/' if g else ''}{v} {k}")
+    return d
+
+
 def may_not_get(res: Resource, namespace: str | None) -> LookupFailed:
     return LookupFailed(403, "forbidden", f"not allowed to get {res.plural}{'.' + res.group if res.group else ''}"
                                           f"{' in namespace ' + namespace if namespace else ''}")
@@ -197,14 +209,7 @@ class Workloads:
         return out
 
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
-        try:
-            d = self.registry().resolve(gvk)
-        except AmbiguousDefinition as e:
-            raise LookupFailed(409, "ambiguous-definition", str(e)) from None
-        if d is None:
-            g, v, k = gvk
-            raise LookupFailed(404, "no-definition", f"no Karta definition covers {g + '/' if g else ''}{v} {k}")
-        return d
+        return definition_for(self.registry(), gvk)
 
     # -- one object -----------------------------------------------------------------------
     async def fetch(self, api_version: str, kind: str, namespace: str | None, name: str,

@@ -39,6 +39,7 @@ from ..cluster.workloads import (
     Known,
     LookupFailed,
     allow_all,
+    definition_for,
     error_row,
     matches_token,
     may_not_get,
@@ -588,14 +589,7 @@ class LiveModel:
         return out
 
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
-        try:
-            d = self.registry().resolve(gvk)
-        except AmbiguousDefinition as e:
-            raise LookupFailed(409, "ambiguous-definition", str(e)) from None
-        if d is None:
-            g, v, k = gvk
-            raise LookupFailed(404, "no-definition", f"no Karta definition covers {g + '/' if g else ''}{v} {k}")
-        return d
+        return definition_for(self.registry(), gvk)
 
     async def summaries(self, namespace: str | None, kind: str | None = None,
                         allow: Allow = allow_all) -> dict[str, Any]:
