@@ -88,8 +88,10 @@ class Informer:
 
     @property
     def terminal(self) -> bool:
-        """Synced, or in a state a direct read would meet too (not served, forbidden)."""
-        return self.state in ("synced", "not-served") or (self.state == "forbidden" and self.synced_once.is_set())
+        """Listed at least once (or known not to be served, or refused as a direct read would
+        be): the copy can answer.  A watch that dropped since keeps answering from what it holds
+        while it reconnects; readers see that in `connected` (the answers' freshness)."""
+        return self.synced_once.is_set()
 
     def poke(self) -> None:
         """Something changed (a CRD appeared): stop waiting and try now."""
