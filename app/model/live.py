@@ -8,13 +8,13 @@ Data flow:
   chains pass through without a definition (Jobs of a JobSet are covered, ReplicaSets of a
   Deployment are not: metadata only), and CustomResourceDefinitions (metadata only) so kinds
   come and go without a restart.  Re-planned when definitions change or a CRD does.
-* **events** (`_on_event`): each informer event updates the owner graph, which says which
+* **events** (`_handler`): each informer event updates the owner graph, which says which
   workloads' pods or nesting changed; those workloads are marked dirty.
 * **interpretations** (`_process`): a dirty top-level workload is re-interpreted only when its
   object (resourceVersion) or its definition (digest) changed; its summary row (with the ready
   count from the owner index) is compared with the one last published, and a change becomes an
   ADDED / MODIFIED / DELETED event for the streams.
-* **reads** (`describe`, `summaries`, `get_object`): from memory, with the same rules and
+* **reads** (`describe`, `summaries`, `fetch`): from memory, with the same rules and
   messages as a direct read (cluster/workloads.py), which the service falls back to until the
   model is synced.
 """
@@ -170,10 +170,10 @@ class LiveModel:
         """The first sync is done (every informer listed, every object interpreted), and every
         kind planned since has listed too (or met a state a direct read would meet as well).
         Changes arriving after that are applied as they come: reads do not wait for them."""
+        listed = all(kw.terminal for kw in self.kinds.values())
         if self.synced_at is None:
-            return not self._planning and not self._dirty and not self._replan.is_set() \
-                and all(kw.terminal for kw in self.kinds.values())
-        return all(kw.terminal for kw in self.kinds.values())
+            return listed and not self._planning and not self._dirty and not self._replan.is_set()
+        return listed
 
     def freshness(self) -> dict[str, Any]:
         informers = [i for kw in self.kinds.values() for i in kw.informers]
@@ -231,25 +231,21 @@ class LiveModel:
                 self._planning = False
                 self._wake.set()
 
-    async def _resource(self, gvk: tuple[str, str, str]) -> Resource | None:
-        """The served resource, or None when the cluster says it does not serve it.  Any other
-        failure (no answer, or a 403 while a restarted API server's authorizer warms up) raises:
-        a plan made on it would drop kinds that are there."""
-        return await self.kube.resource(gvk)
-
     async def _plan(self) -> None:
+        """Discovery says None only when the cluster does not serve a kind; any other failure (no
+        answer, or a 403 while a restarted API server's authorizer warms up) raises out of the
+        plan, which is retried: a plan made on it would drop kinds that are there."""
         reg = self.registry()
         by_gk: dict[GK, list[Definition]] = {}
         for d in reg.all():
             if d.valid and d.gvk is not None:
                 by_gk.setdefault((d.gvk[0], d.gvk[2]), []).append(d)
-        self._covered_gk_next = set(by_gk)
         want: dict[GK, tuple[Resource, Definition | None]] = {}
         # Kinds with a definition, each at its best served version (as a direct list reads them).
         for gk, defs in by_gk.items():
             versions = sorted({d.gvk[1] for d in defs if d.gvk}, key=version_rank, reverse=True)
             for v in versions:
-                res = await self._resource((gk[0], v, gk[1]))
+                res = await self.kube.resource((gk[0], v, gk[1]))
                 if res is not None:
                     try:
                         d = reg.resolve((gk[0], v, gk[1]))
@@ -264,7 +260,7 @@ class LiveModel:
         for gk, version in list(self.owner_kinds.items()):
             if gk in want:
                 continue
-            res = await self._resource((gk[0], version, gk[1]))
+            res = await self.kube.resource((gk[0], version, gk[1]))
             if res is None:
                 self.unserved.add(gk)
                 del self.owner_kinds[gk]
@@ -276,8 +272,8 @@ class LiveModel:
         if pod_def is not None:
             pod_proj = merge(pod_proj, workload_projection([pod_def]))
 
-        covered_changed = self._covered_gk_next != self._covered_gk
-        self._covered_gk = self._covered_gk_next
+        covered_changed = set(by_gk) != self._covered_gk
+        self._covered_gk = set(by_gk)
         for gk in list(self.kinds):
             if gk not in want or (gk not in by_gk and gk not in self.owner_kinds and gk != ("", "Pod")):
                 self._drop_kind(self.kinds.pop(gk))
@@ -384,7 +380,7 @@ class LiveModel:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), 0.1)
             self._wake.clear()
-            if self.synced_at is None and (self._planning or not self._first_lists_in()):
+            if self.synced_at is None and (self._planning or not all(kw.terminal for kw in self.kinds.values())):
                 continue  # the first pass waits for every first list: owners before the pods they own
             try:
                 await self._process()
@@ -394,9 +390,6 @@ class LiveModel:
                 self.synced_at = time.time()
                 log.info("model: synced in %.2f s: %d objects, %d workloads", self.synced_at - self.started_at,
                          len(self.graph.by_uid), sum(1 for s in self.states.values() if s.row is not None))
-
-    def _first_lists_in(self) -> bool:
-        return all(i.synced_once.is_set() for kw in self.kinds.values() for i in kw.informers)
 
     async def _process(self) -> None:
         n = 0
@@ -417,14 +410,14 @@ class LiveModel:
         state = self.states.get(uid)
         if self.watchers:
             key = (obj.group, obj.kind, obj.namespace, obj.name) if obj is not None else \
-                (self._key(state.row) if state is not None and state.row is not None else None)
+                (row_key(state.row) if state is not None and state.row is not None else None)
             for ev in self.watchers.get(key, ()) if key else ():
                 ev.set()
         top = obj is not None and kw is not None and kw.definition is not None and uid in self.graph.workloads \
             and not self.graph.nested.get(uid, False)
         if not top:
             if state is not None and state.row is not None:
-                self.events.publish("DELETED", self._key(state.row), state.row, self._res(state.row))
+                self.events.publish("DELETED", row_key(state.row), state.row, self._res(state.row))
             if obj is None or kw is None or kw.definition is None:
                 self.states.pop(uid, None)
             elif state is not None:
@@ -436,7 +429,7 @@ class LiveModel:
         ready = self.graph.ready_count(uid)
         row = self._row(obj, state, ready)
         if row != state.row:
-            self.events.publish("ADDED" if state.row is None else "MODIFIED", self._key(row), row,
+            self.events.publish("ADDED" if state.row is None else "MODIFIED", row_key(row), row,
                                 (kw.resource.group, kw.resource.plural))
             state.row = row
 
@@ -452,14 +445,8 @@ class LiveModel:
             return
         state.facts, state.error = _facts(result), None
 
-    @staticmethod
-    def _key(row: dict[str, Any]) -> tuple[str, str, str, str]:
-        w = row["workload"]
-        return (str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind")), str(w.get("namespace") or ""),
-                str(w.get("name")))
-
     def _res(self, row: dict[str, Any]) -> tuple[str, str]:
-        g, k, _, _ = self._key(row)
+        g, k, _, _ = row_key(row)
         kw = self.kinds.get((g, k))
         return (g, kw.resource.plural) if kw else (g, k.lower() + "s")
 
@@ -562,8 +549,9 @@ class LiveModel:
         return self.find(namespace, name, kind, api_version)
 
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow = allow_all) -> bytes:
-        """GET /workloads/{ns}/{name} from memory, as JSON bytes (freshness included)."""
+                       *, with_pods: bool = True, allow: Allow = allow_all, freshness: bool = True) -> bytes:
+        """GET /workloads/{ns}/{name} from memory, as JSON bytes (with `freshness` unless told not to:
+        a stream compares states, and the time of each answer would make every one differ)."""
         kw, obj = self.resolve(namespace, name, kind, api_version)
         res = kw.resource
         ns = namespace if res.namespaced else None
@@ -572,7 +560,8 @@ class LiveModel:
         d = self.definition_for(res.gvk)
         if with_pods and not await allow("list", PODS, ns, None):
             raise may_not_list_pods(ns)
-        return _with_freshness(await self.live_result(kw, obj, d, with_pods), self.freshness())
+        body = await self.live_result(kw, obj, d, with_pods)
+        return _with_freshness(body, self.freshness()) if freshness else body
 
     async def live_result(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool) -> bytes:
         pods = sorted(self.graph.pods_of(obj.uid), key=lambda p: p.name) if with_pods else None
@@ -603,8 +592,7 @@ class LiveModel:
                       and (namespace is None or (st.row["workload"].get("namespace") or None) in (namespace, None))]
         by_kind: dict[GK, list[dict[str, Any]]] = {}
         for row in candidates:
-            w = row["workload"]
-            by_kind.setdefault((str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind"))), []).append(row)
+            by_kind.setdefault(row_key(row)[:2], []).append(row)
         rows: list[dict[str, Any]] = []
         for kw in served:
             refused = next((i for i in kw.informers if i.state == "forbidden"), None)
@@ -631,8 +619,16 @@ class LiveModel:
         return [(st.row, st.facts) for st in self.states.values() if st.row is not None]
 
 
+def row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(group, kind, namespace, name) of a summary row: how events and streams name a workload."""
+    w = row["workload"]
+    return (str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind")), str(w.get("namespace") or ""),
+            str(w.get("name")))
+
+
 def _facts(result: dict[str, Any]) -> dict[str, Any]:
-    """What rows and metrics need of an interpretation, kept small (the full result is bytes)."""
+    """What rows and metrics need of an interpretation, kept small (the full result is not kept:
+    a read of one workload interprets it again, with its pods)."""
     gang = result.get("gang") or {}
     minimum = None
     pg = gang.get("podGroup") if isinstance(gang, dict) else None

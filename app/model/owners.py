@@ -152,18 +152,7 @@ class OwnerGraph:
             self._walked.pop(uid, None)
 
     def _forget(self, uid: str) -> set[str]:
-        affected: set[str] = set()
-        chain = self.chains.pop(uid, None)
-        if chain:
-            affected |= self._set_chain_removed(uid, chain)
+        affected = self._set_chain(uid, frozenset()) if uid in self.chains else set()
+        self.chains.pop(uid, None)
         self._record_walk(uid, set())
         return affected
-
-    def _set_chain_removed(self, pod: str, chain: frozenset[str]) -> set[str]:
-        for w in chain:
-            s = self.members.get(w)
-            if s is not None:
-                s.discard(pod)
-                if not s:
-                    del self.members[w]
-        return set(chain)

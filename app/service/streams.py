@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -29,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 from ..cluster.kube import PODS
 from ..cluster.workloads import Allow, Known, LookupFailed, matches_token
 from ..model.events import Event, TokenError
-from ..model.live import LiveModel
+from ..model.live import LiveModel, row_key
 from ..problem import problem_body
 from .problems import ProblemError, lookup_problem
 
@@ -171,9 +172,7 @@ async def list_stream(request: Request, model: LiveModel, namespace: str | None,
         Limits.open["list"] += 1
         try:
             for row in snapshot:
-                g = str(row["workload"].get("apiVersion") or "").rpartition("/")[0]
-                ev = Event(at, "ADDED", (g, row["workload"]["kind"], row["workload"].get("namespace") or "",
-                                         row["workload"]["name"]), row)
+                ev = Event(at, "ADDED", row_key(row), row)
                 if accept(ev) and (shown := await visible(ev)) is not None:
                     yield _frame(sse, {"type": "ADDED", "object": shown}, log.token(at))
             for ev in backlog:
@@ -208,7 +207,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     try:
         kw, obj = model.resolve(namespace, name, kind, api_version)
         body = await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
-                                    with_pods=with_pods, allow=allow)
+                                    with_pods=with_pods, allow=allow, freshness=False)
     except LookupFailed as e:
         raise lookup_problem(e) from None
     key = (kw.resource.group, kw.resource.kind, obj.namespace, obj.name)
@@ -237,7 +236,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
         """The workload's interpretation now (None: it is gone, or no longer visible to the caller)."""
         try:
             return await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
-                                        with_pods=with_pods, allow=allow)
+                                        with_pods=with_pods, allow=allow, freshness=False)
         except LookupFailed:
             return None
 
@@ -251,7 +250,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
             if known_digest is None or known_digest != last:
                 sent = record(last)
                 yield _frame(sse, {"type": "ADDED" if known_digest is None else "MODIFIED",
-                                   "object": orjson.Fragment(_strip_freshness(body))}, sent)
+                                   "object": orjson.Fragment(body)}, sent)
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, sent)
             gone = False
             while True:
@@ -266,7 +265,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                 if now is None:
                     if not gone:
                         gone, sent = True, record(b"")
-                        yield _frame(sse, {"type": "DELETED", "object": orjson.Fragment(_strip_freshness(body))}, sent)
+                        yield _frame(sse, {"type": "DELETED", "object": orjson.Fragment(body)}, sent)
                     continue
                 digest = _digest(now)
                 if digest == last and not gone:
@@ -274,7 +273,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                 kind_ = "ADDED" if gone else "MODIFIED"
                 gone, last, body = False, digest, now
                 sent = record(digest)
-                yield _frame(sse, {"type": kind_, "object": orjson.Fragment(_strip_freshness(now))}, sent)
+                yield _frame(sse, {"type": kind_, "object": orjson.Fragment(now)}, sent)
         finally:
             Limits.open["workload"] -= 1
             s = model.watchers.get(key)
@@ -286,12 +285,5 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     return respond(request, frames())
 
 
-def _strip_freshness(body: bytes) -> bytes:
-    i = body.rfind(b',"freshness":')
-    return body[:i] + b"}" if i > 0 else body
-
-
 def _digest(body: bytes) -> bytes:
-    import hashlib
-
-    return hashlib.blake2b(_strip_freshness(body), digest_size=16).digest()
+    return hashlib.blake2b(body, digest_size=16).digest()
