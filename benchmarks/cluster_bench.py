@@ -713,19 +713,6 @@ def print_table(summ: dict[str, Any], modes: list[str], spec: FillSpec) -> None:
 
 # -- main ----------------------------------------------------------------------------------------
 
-def stop_kept(server: ApiServer) -> None:
-    """Stop etcd and the API server, keeping the data directory (ApiServer.stop removes it)."""
-    server.stop_apiserver()
-    if server.etcd is not None:
-        server.etcd.terminate()
-        try:
-            server.etcd.wait(15)
-        except subprocess.TimeoutExpired:
-            server.etcd.kill()
-            server.etcd.wait()
-        server.etcd = None
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", type=int, default=1000, help="JobSets to fill (default 1000)")
@@ -847,7 +834,7 @@ def main() -> int:
         if bench is not None:
             bench.stop_services()
         if keep:
-            stop_kept(server)
+            server.stop(keep_data=True)
             print(f"data kept in {run} (next run: --reuse-dir {run})")
         else:
             server.stop()

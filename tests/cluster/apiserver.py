@@ -117,7 +117,9 @@ class ApiServer:
         time.sleep(down_for)
         self.start_apiserver()
 
-    def stop(self) -> None:
+    def stop(self, keep_data: bool = False) -> None:
+        """Stop both processes and remove the run directory (`keep_data`: leave it, so a later
+        start on the same directory finds the same etcd; the benchmarks reuse fills this way)."""
         self.stop_apiserver()
         if self.etcd is not None:
             self.etcd.terminate()
@@ -125,8 +127,10 @@ class ApiServer:
                 self.etcd.wait(15)
             except subprocess.TimeoutExpired:
                 self.etcd.kill()
+                self.etcd.wait()
             self.etcd = None
-        shutil.rmtree(self.run, ignore_errors=True)
+        if not keep_data:
+            shutil.rmtree(self.run, ignore_errors=True)
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
