@@ -287,8 +287,11 @@ def test_callers_see_only_what_they_may_list(secured: Server, kubectl: Kubectl, 
     def names(body: dict[str, Any]) -> set[tuple[str, str]]:
         return {(r["workload"]["namespace"], r["workload"]["name"]) for r in body["items"]}
 
-    alice = eventually(lambda: (b := rows("alice")) and (NS, "job-a") in names(b) and b, timeout=10)[0]
-    carol = eventually(lambda: (b := rows("carol")) and (NS2, "job-b") in names(b) and b, timeout=10)[0]
+    # (a service just started answers directly until its model has synced: wait for the model)
+    alice = eventually(lambda: (b := rows("alice")) and (NS, "job-a") in names(b)
+                       and b["freshness"]["source"] == "model" and b, timeout=20)[0]
+    carol = eventually(lambda: (b := rows("carol")) and (NS2, "job-b") in names(b)
+                       and b["freshness"]["source"] == "model" and b, timeout=20)[0]
     assert alice["freshness"]["source"] == carol["freshness"]["source"] == "model"
     # (other tests may grant them other namespaces, never each other's)
     assert NS in {ns for ns, _ in names(alice)} and NS2 not in {ns for ns, _ in names(alice)}
