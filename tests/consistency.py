@@ -31,12 +31,14 @@ def wrote(obj: Any, server: str) -> None:
         _last[server] = max(_last.get(server, 0), int(rv))
 
 
-def settle(url: str, seen: list[int] | None = None, timeout: float = 3.0, token: str | None = None) -> None:
-    """Wait until the service at `url` has applied the last write (no-op without a model)."""
+def settle(url: str, seen: list[int] | None = None, timeout: float = 3.0, token: str | None = None,
+           cluster: str | None = None) -> None:
+    """Wait until the service at `url` has applied the last write (no-op without a model); with
+    `cluster`, that cluster's model (a service reading several)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            st = httpx.get(url + "/model", timeout=5,
+            st = httpx.get(url + "/model" + (f"?cluster={cluster}" if cluster else ""), timeout=5,
                            headers={"Authorization": token} if token else None).json()
         except (httpx.HTTPError, ValueError):
             st = {}

@@ -5,6 +5,7 @@
     engine       one object + a definition -> the interpretation
     cluster      cluster I/O: API client, list/watch, owners, direct reads
     model        the watch-maintained model of a cluster (objects, owner index, interpretations)
+    fleet        the clusters served: where they come from, one member (connection, model) each
     service, cli, ui                    views
 """
 
@@ -25,9 +26,10 @@ ALLOWED: dict[str, set[str]] = {
     "casefiles": {"engine", "karta", "jqlang", "documents"},
     "cluster": {"engine", "karta", "jqlang", "documents"},
     "model": {"cluster", "engine", "karta", "jqlang", "documents"},
+    "fleet": {"model", "cluster", "engine", "karta", "jqlang", "documents"},
     "ui": set(),
-    "service": {"model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
-    "cli": {"service", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},
+    "service": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
+    "cli": {"service", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},
 }
 
 

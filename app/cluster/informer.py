@@ -67,7 +67,7 @@ class Informer:
                  *, namespace: str | None = None, metadata_only: bool = False, watch_timeout: int = 300,
                  page_size: int = 500, label_selector: str | None = None, field_selector: str | None = None,
                  on_list: Callable[[], Awaitable[None]] | None = None, name: str | None = None,
-                 not_served_retry: float = 30.0):
+                 not_served_retry: float = 30.0, scope: str | None = None):
         self.kube, self.resource, self.keep, self.on_event = kube, resource, keep, on_event
         self.namespace = namespace if resource.namespaced else None
         self.metadata_only = metadata_only
@@ -75,6 +75,7 @@ class Informer:
         self.label_selector, self.field_selector = label_selector, field_selector
         self.on_list = on_list  # after every list (and on learning the kind is not served): the copy is whole
         self._name = name
+        self.scope = scope  # which cluster, in log lines (several clusters: one service)
         self.not_served_retry = not_served_retry
         self.objects: dict[Key, Any] = {}
         self.resource_version: str | None = None
@@ -140,10 +141,9 @@ class Informer:
 
     @property
     def name(self) -> str:
-        if self._name:
-            return self._name
         r = self.resource
-        return f"{r.plural}.{r.group or 'core'}" + (f"@{self.namespace}" if self.namespace else "")
+        name = self._name or f"{r.plural}.{r.group or 'core'}" + (f"@{self.namespace}" if self.namespace else "")
+        return f"{self.scope}/{name}" if self.scope else name
 
     async def _list(self) -> None:
         headers = {"Accept": PARTIAL_LIST} if self.metadata_only else None

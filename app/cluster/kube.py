@@ -233,17 +233,22 @@ class Kube:
         return str(self.api.configuration.host)
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None = None, context: str | None = None) -> Kube:
-        """From a kubeconfig file, else the in-cluster service account, else ~/.kube/config."""
+    async def connect(cls, kubeconfig: str | None = None, context: str | None = None,
+                      document: dict[str, Any] | None = None, request_timeout: float = 30.0) -> Kube:
+        """From a kubeconfig document (a cluster Secret's), a kubeconfig file, else the in-cluster
+        service account, else ~/.kube/config."""
         from kubernetes_asyncio import client, config
 
         cfg = client.Configuration()
-        if kubeconfig or not in_cluster():
+        if document is not None:
+            await config.load_kube_config_from_dict(document, context=context, client_configuration=cfg)
+            return cls(client.ApiClient(configuration=cfg), request_timeout=request_timeout)
+        if kubeconfig or context or not in_cluster():
             await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
                                           persist_config=False)
         else:
             config.load_incluster_config(client_configuration=cfg)
-        return cls(client.ApiClient(configuration=cfg))
+        return cls(client.ApiClient(configuration=cfg), request_timeout=request_timeout)
 
     async def close(self) -> None:
         await self.api.close()

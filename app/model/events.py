@@ -28,6 +28,7 @@ class Event:
     key: tuple[str, str, str, str]  # (group, kind, namespace, name)
     object: Any  # the summary row (dict)
     resource: tuple[str, str] = ("", "")  # (group, plural) for authorization
+    cluster: str | None = None  # which cluster's model published it (one log serves a fleet)
 
 
 class TokenError(Exception):
@@ -92,8 +93,9 @@ class EventLog:
         self.seq += 1
         return self.seq
 
-    def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str]) -> Event:
-        ev = Event(self.next_seq(), type_, key, obj, resource)
+    def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
+                cluster: str | None = None) -> Event:
+        ev = Event(self.next_seq(), type_, key, obj, resource, cluster)
         self.ring.append(ev)
         for sub in list(self.subscribers):
             sub.offer(ev)

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 from cachetools import LRUCache
 
-from ..cluster.informer import Informer
+from ..cluster.informer import Backoff, Informer, sleep_or_stop
 from ..cluster.kube import PODS, Kube, KubeError, Resource
 from ..cluster.workloads import (
     Allow,
@@ -116,15 +116,19 @@ def _rv_int(rv: str) -> int:
 
 class LiveModel:
     def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, *,
-                 namespaces: list[str] | None = None, history: int = 20000):
+                 namespaces: list[str] | None = None, history: int = 20000, cluster: str | None = None,
+                 events: EventLog | None = None):
         self.kube, self.registry, self.interpret = kube, registry, interpret
+        # In a fleet: the cluster's name, on every row, interpretation and event; the event log
+        # is the fleet's (one sequence, so one resume token covers every cluster).
+        self.cluster = cluster
         self.namespaces = sorted(set(namespaces or [])) or None  # None: every namespace
         self.kinds: dict[GK, KindWatch] = {}
         self.owner_kinds: dict[GK, str] = {}  # owner kinds met on chains -> the version their refs name
         self.unserved: set[GK] = set()  # owner kinds the cluster does not serve (chains stop there too)
         self.graph = OwnerGraph(self._covered, self._wanted)
         self.states: dict[str, WorkloadState] = {}  # workload uid -> state
-        self.events = EventLog(history=history)
+        self.events = events if events is not None else EventLog(history=history)
         self.started_at = time.time()
         self.synced_at: float | None = None
         self._covered_gk: set[GK] = set()
@@ -164,6 +168,11 @@ class LiveModel:
         """The registry changed (a definition added, edited, removed): plan again."""
         self._replan.set()
 
+    @property
+    def who(self) -> str:
+        """How log lines name this model."""
+        return f"model {self.cluster}" if self.cluster else "model"
+
     # -- sync state -------------------------------------------------------------------------
     @property
     def synced(self) -> bool:
@@ -186,7 +195,8 @@ class LiveModel:
         kinds = [i.status() | {"definition": kw.definition.name if kw.definition else None}
                  for kw in sorted(self.kinds.values(), key=lambda k: k.gk) for i in kw.informers]
         top = [u for u, st in self.states.items() if st.row is not None]
-        return {"enabled": True, "synced": self.synced, "server": self.kube.host, "startedAt": now_iso(self.started_at),
+        return {"enabled": True, **({"cluster": self.cluster} if self.cluster else {}),
+                "synced": self.synced, "server": self.kube.host, "startedAt": now_iso(self.started_at),
                 "syncedAt": now_iso(self.synced_at) if self.synced_at else None,
                 "namespaces": self.namespaces, "kinds": kinds,
                 "notServed": sorted(f"{k}.{g}" if g else k for g, k in self.unserved),
@@ -209,6 +219,7 @@ class LiveModel:
     async def _plan_loop(self) -> None:
         assert self._stop is not None
         self._replan.set()
+        retry = Backoff(base=1.0, cap=10.0)  # a cluster that is away is asked less and less often
         while not self._stop.is_set():
             # Planned again on every definition or CRD change, and now and then regardless (a
             # cluster whose CRDs the service may not watch still gets its new kinds).
@@ -219,12 +230,13 @@ class LiveModel:
             self._planning = True
             try:
                 await self._plan()
+                retry.reset()
             except KubeError as e:  # keep watching what we have; plan again once it answers
-                log.warning("model: cannot plan now (%s); retrying", e.message)
-                await asyncio.sleep(1.0)
+                log.warning("%s: cannot plan now (%s); retrying", self.who, e.message)
+                await sleep_or_stop(self._stop, retry.next())
                 self._replan.set()
             except Exception:  # noqa: BLE001 - keep watching what we have, plan again soon
-                log.exception("planning the model failed; retrying")
+                log.exception("%s: planning failed; retrying", self.who)
                 await asyncio.sleep(2.0)
                 self._replan.set()
             finally:
@@ -300,10 +312,11 @@ class LiveModel:
             self._stop_kind(previous)
         for ns in spaces:
             if crd:
-                inf = Informer(self.kube, kw.resource, self._keep_crd, self._on_crd, metadata_only=True)
+                inf = Informer(self.kube, kw.resource, self._keep_crd, self._on_crd, metadata_only=True,
+                               scope=self.cluster)
             else:
                 inf = Informer(self.kube, kw.resource, self._keeper(kw), self._handler(kw), namespace=ns,
-                               metadata_only=kw.projection is None)
+                               metadata_only=kw.projection is None, scope=self.cluster)
             if previous is not None:  # the new list diffs against what we hold: no repeats, no misses
                 for old in previous.informers:
                     if old.namespace == inf.namespace:
@@ -312,7 +325,7 @@ class LiveModel:
             kw.tasks.append(asyncio.create_task(inf.run(self._stop), name=f"informer-{inf.name}"))
         if not crd:
             self.kinds[kw.gk] = kw
-        log.info("model: watching %s (%s)", kw.resource.plural + "." + (kw.resource.group or "core"),
+        log.info("%s: watching %s (%s)", self.who, kw.resource.plural + "." + (kw.resource.group or "core"),
                  "metadata" if kw.projection is None else "full")
 
     def _stop_kind(self, kw: KindWatch) -> None:
@@ -385,10 +398,10 @@ class LiveModel:
             try:
                 await self._process()
             except Exception:  # noqa: BLE001
-                log.exception("model: processing changes failed")
+                log.exception("%s: processing changes failed", self.who)
             if self.synced and self.synced_at is None:
                 self.synced_at = time.time()
-                log.info("model: synced in %.2f s: %d objects, %d workloads", self.synced_at - self.started_at,
+                log.info("%s: synced in %.2f s: %d objects, %d workloads", self.who, self.synced_at - self.started_at,
                          len(self.graph.by_uid), sum(1 for s in self.states.values() if s.row is not None))
 
     async def _process(self) -> None:
@@ -417,7 +430,7 @@ class LiveModel:
             and not self.graph.nested.get(uid, False)
         if not top:
             if state is not None and state.row is not None:
-                self.events.publish("DELETED", row_key(state.row), state.row, self._res(state.row))
+                self.events.publish("DELETED", row_key(state.row), state.row, self._res(state.row), self.cluster)
             if obj is None or kw is None or kw.definition is None:
                 self.states.pop(uid, None)
             elif state is not None:
@@ -430,7 +443,7 @@ class LiveModel:
         row = self._row(obj, state, ready)
         if row != state.row:
             self.events.publish("ADDED" if state.row is None else "MODIFIED", row_key(row), row,
-                                (kw.resource.group, kw.resource.plural))
+                                (kw.resource.group, kw.resource.plural), self.cluster)
             state.row = row
 
     async def _interpret(self, obj: Obj, d: Definition, state: WorkloadState) -> None:
@@ -455,8 +468,10 @@ class LiveModel:
                              "creationTimestamp": obj.created},
                 "apiVersion": self._api_version(obj), "kind": obj.kind}
         if state.error is not None or state.facts is None:
-            return error_row(meta, state.error or Exception("not interpreted"), ready)
-        return summary_row(meta, state.facts["result"], ready)
+            row = error_row(meta, state.error or Exception("not interpreted"), ready)
+        else:
+            row = summary_row(meta, state.facts["result"], ready)
+        return {"cluster": self.cluster, **row} if self.cluster else row
 
     def _api_version(self, obj: Obj) -> str:
         kw = self._kind_of(obj)
@@ -561,6 +576,8 @@ class LiveModel:
         if with_pods and not await allow("list", PODS, ns, None):
             raise may_not_list_pods(ns)
         body = await self.live_result(kw, obj, d, with_pods)
+        if self.cluster:
+            body = b'{"cluster":' + orjson.dumps(self.cluster) + b"," + body[1:]
         return _with_freshness(body, self.freshness()) if freshness else body
 
     async def live_result(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool) -> bytes:

@@ -23,7 +23,7 @@ from cachetools import LRUCache
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
@@ -44,18 +44,22 @@ from ..documents import DocumentError, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
+from ..fleet.member import Member
+from ..fleet.specs import SpecError
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore, summary
 from ..karta.validate import reference_text
 from ..ui import mount_ui
-from . import metrics, streams
-from .cluster import Cluster
+from . import fleet_reads, metrics, streams
+from .cluster import Cluster, cluster_specs
 from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
 from .middleware import ServiceMiddleware
 from .models import (
     BatchRequest,
     BatchResponse,
+    ClusterList,
+    ClusterStatus,
     DefinitionList,
     DefinitionSummary,
     Health,
@@ -77,7 +81,7 @@ from .problems import (
     on_validation,
     problem_body,
 )
-from .settings import Settings, auth_mode, cluster_enabled
+from .settings import Settings, auth_mode, fleet_mode
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
@@ -128,11 +132,12 @@ class Service:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.cluster_wanted = cluster_enabled(settings)
-        if auth_mode(settings) == "kubernetes" and not self.cluster_wanted:
+        home, others = cluster_specs(settings)  # SpecError: a --cluster that cannot work
+        self.cluster_wanted = home is not None or bool(others)
+        self.fleet_mode = fleet_mode(settings)  # rows, interpretations and metrics name their cluster
+        if auth_mode(settings) == "kubernetes" and home is None:
             raise ValueError("--auth kubernetes needs cluster access: give --kubeconfig, or run in a pod")
-        self.store = DefinitionStore(settings.definitions,
-                                     Cluster.source_keys(settings) if self.cluster_wanted else None)
+        self.store = DefinitionStore(settings.definitions, Cluster.source_keys(settings) if home is not None else None)
         self.cluster: Cluster | None = None
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline)
         self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
@@ -144,10 +149,16 @@ class Service:
     async def warm_metrics(self, model: Any) -> None:
         """Render the workload metrics once the model is synced, so the first scrape finds every
         workload's lines ready (later scrapes render only what changed)."""
-        while not self.stop.is_set() and not model.synced:
+        while not self.stop.is_set() and not (model.synced if model is not None else True):
             await asyncio.sleep(0.5)
-        self.workload_metrics = WorkloadMetrics(model)
-        self.workload_metrics.render()
+        self.metrics_renderer().render()
+
+    def metrics_renderer(self) -> WorkloadMetrics:
+        if self.workload_metrics is None:
+            fleet = self.need_cluster("workload metrics").fleet
+            self.workload_metrics = WorkloadMetrics(
+                lambda: [m.model for m in fleet.members.values() if m.model is not None], self.fleet_mode)
+        return self.workload_metrics
 
     # -- definitions -----------------------------------------------------------------------
     def inline_definition(self, doc: Any) -> Definition:
@@ -221,6 +232,8 @@ class Service:
             request_state["phase"] = phase_of(result)
             if "freshness" in request_state:
                 result["freshness"] = request_state.pop("freshness")
+            if "cluster" in request_state:
+                result = {"cluster": request_state.pop("cluster"), **result}
         return result
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -272,12 +285,21 @@ class Service:
         except AccessUnavailable as e:
             raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
 
-    def allow_for(self, state: dict[str, Any] | None) -> Allow:
+    def allow_for(self, state: dict[str, Any] | None, member: Member | None = None) -> Allow:
+        """The caller's rights, asked of the cluster that holds what is read (SubjectAccessReview
+        there, for the user and groups the home cluster's TokenReview named)."""
         cluster = self.cluster
         caller = (state or {}).get("caller")
         if cluster is None or cluster.access is None or caller is None:
             return allow_all
-        access = cluster.access
+        member = member or cluster.home
+        access = member.access if member is not None else None
+        if access is None:
+            async def refuse(verb: str, res: Resource, namespace: str | None, name: str | None) -> bool:
+                raise ProblemError(503, "cluster-unavailable", "Service unavailable",
+                                   f"cluster {member.name if member else '?'} is connecting; access cannot be checked")
+
+            return refuse
 
         async def allow(verb: str, res: Resource, namespace: str | None, name: str | None) -> bool:
             try:
@@ -287,19 +309,86 @@ class Service:
 
         return allow
 
-    def model(self, kind: str | None, api_version: str | None, namespace: str | None) -> Any:
-        """The live model, when it can answer this read from memory (else None: read directly)."""
+    def model(self, kind: str | None, api_version: str | None, namespace: str | None,
+              member: Member | None = None) -> Any:
+        """The cluster's live model, when it can answer this read from memory (else None: read directly)."""
         cluster = self.cluster
-        model = cluster.model if cluster is not None else None
+        member = member or (cluster.home if cluster is not None else None)
+        model = member.model if member is not None else None
         if model is None or not self.store.ready() or not model.answers(kind, api_version, namespace):
             return None
         return model
 
-    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any] | None) -> dict[str, Any]:
-        cluster = self.need_cluster("object references")
-        allow = self.allow_for(request_state)
+    # -- the fleet -------------------------------------------------------------------------
+    def member(self, name: str | None, what: str = "live workloads") -> Member:
+        """The cluster a request names (None: the service's own); 404 unknown, 503 down."""
+        cluster = self.need_cluster(what)
+        if name is None:
+            m = cluster.home or (next(iter(cluster.fleet.members.values())) if len(cluster.fleet.members) == 1
+                                 else None)
+            if m is None:
+                raise ProblemError(400, "cluster-required", "Cluster required",
+                                   "this service has no cluster of its own: name one (?cluster= or ref.cluster)")
+            return m
+        m = cluster.fleet.get(name)
+        if m is None:
+            raise ProblemError(404, "cluster-not-found", "Cluster not found",
+                               f"no cluster named {name!r} (GET /clusters lists them)")
+        if not m.available:
+            raise fleet_reads.unavailable(m)
+        return m
+
+    async def authorize_fleet(self, state: dict[str, Any]) -> None:
+        """/clusters shows every cluster's server and counts: with --auth kubernetes the caller needs
+        `get` on the non-resource URL /clusters in the service's own cluster."""
+        caller = state.get("caller")
+        access = self.cluster.access if self.cluster is not None else None
+        if caller is None or access is None:
+            return
         try:
-            model = self.model(ref["kind"], ref["apiVersion"], ref.get("namespace"))
+            ok = await access.allowed_path(caller, "get", "/clusters")
+        except AccessUnavailable as e:
+            raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
+        if not ok:
+            raise ProblemError(403, "forbidden", "Forbidden", "not allowed to get /clusters")
+
+    def members(self, names: str | None) -> list[Member]:
+        """?cluster=a,b (every cluster without it); a cluster named that is down is a 503."""
+        cluster = self.need_cluster("live workloads")
+        if not names:
+            return sorted(cluster.fleet.members.values(), key=lambda m: m.name)
+        return [self.member(n.strip()) for n in dict.fromkeys(names.split(",")) if n.strip()]
+
+    def use_model(self, member: Member) -> bool:
+        return member.model is not None and self.store.ready() and member.model.synced
+
+    async def describe(self, member: Member, namespace: str, name: str, kind: str | None, api_version: str | None,
+                       pods: bool, state: dict[str, Any]) -> Response:
+        allow = self.allow_for(state, member)
+        try:
+            model = self.model(kind, api_version, namespace, member)
+            if model is not None:
+                return Response(await model.describe(namespace, name, kind, api_version, with_pods=pods, allow=allow),
+                                media_type=JSON)
+            if member.workloads is None or not member.available:
+                raise fleet_reads.unavailable(member)
+            result = await member.workloads.describe(namespace, name, kind, api_version, with_pods=pods, allow=allow)
+        except LookupFailed as e:
+            raise self.explained(e, namespace, name, kind) from None
+        state["definition"], state["phase"] = result["definition"]["name"], phase_of(result)
+        return _dumps(fleet_reads.with_cluster(result, member) if self.fleet_mode else result)
+
+    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any] | None) -> dict[str, Any]:
+        self.need_cluster("object references")
+        if ref.get("cluster") is None and self.fleet_mode:  # the one cluster that has it
+            member = await fleet_reads.find_in_fleet(self.members(None), ref.get("namespace") or "", ref["name"],
+                                                     ref["kind"], ref["apiVersion"],
+                                                     lambda m: self.allow_for(request_state, m), self.use_model)
+        else:
+            member = self.member(ref.get("cluster"), "object references")
+        allow = self.allow_for(request_state, member)
+        try:
+            model = self.model(ref["kind"], ref["apiVersion"], ref.get("namespace"), member)
             if model is not None:
                 kw, rec = model.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
                 ns = ref.get("namespace") if kw.resource.namespaced else None
@@ -307,13 +396,19 @@ class Service:
                     raise may_not_get(kw.resource, ns)
                 if request_state is not None:
                     request_state["freshness"] = model.freshness()
+                    if self.fleet_mode:
+                        request_state["cluster"] = member.name
                 return rec.object()
-            _, obj = await cluster.workloads.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"],
-                                                   allow)
+            if member.workloads is None:
+                raise fleet_reads.unavailable(member)
+            _, obj = await member.workloads.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"],
+                                                  allow)
         except LookupFailed as e:
             raise self.explained(e, ref.get("namespace") or "", ref["name"], ref["kind"]) from None
         if request_state is not None:
             request_state["freshness"] = direct_freshness(obj)
+            if self.fleet_mode:
+                request_state["cluster"] = member.name
         return obj
 
     def explained(self, e: LookupFailed, namespace: str, name: str, kind: str | None) -> ProblemError:
@@ -361,8 +456,18 @@ class _StateCollector:
         if cluster is not None:
             d = CounterMetricFamily("wlmap_discovery_fetches", "API discovery documents fetched (misses are cached, "
                                     "so unknown kinds cannot cause discovery storms)")
-            d.add_metric([], cluster.kube.discovery.fetches)
+            d.add_metric([], sum(m.kube.discovery.fetches for m in cluster.fleet.members.values()
+                                 if m.kube is not None))
             yield d
+            up = GaugeMetricFamily("wlmap_cluster_available", "1 when the cluster's API server answered the last "
+                                   "probe", labels=["cluster"])
+            synced = GaugeMetricFamily("wlmap_cluster_synced", "1 when the cluster's live model has synced",
+                                       labels=["cluster"])
+            for m in cluster.fleet.members.values():
+                up.add_metric([m.name], 1 if m.available else 0)
+                synced.add_metric([m.name], 1 if m.synced else 0)
+            yield up
+            yield synced
 
 
 _STATE = _StateCollector()
@@ -384,7 +489,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if service.cluster_wanted:
             service.cluster = await Cluster.connect(service.store, settings, service.evaluate)
             service.cluster.start(service.stop)
-            if service.cluster.model is not None:
+            if settings.cache:
                 service.background.append(asyncio.create_task(service.warm_metrics(service.cluster.model)))
         # The catalog, compiled programs and app objects live for the process: keep them out of
         # the collector's sight, so full collections stay short (they showed as p99 spikes).
@@ -500,13 +605,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           "referenceText": reference_text(d.findings)})
         return _dumps({"items": items})
 
-    @app.get("/workloads/{namespace}/{name}", operation_id="getWorkload", response_model=LiveInterpretation,
-             responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"],
-             summary="A live workload: interpretation plus its pods (or, with watch=true, a stream of it)")
-    async def get_workload(namespace: str, name: str, request: Request, kind: str | None = None,
-                           apiVersion: str | None = None, pods: bool = True, watch: bool = False,
-                           resumeFrom: str | None = None) -> Response:
-        """Without `kind`, every kind with a definition is looked up (404 when none has the name,
+    workload_doc = """Without `kind`, every kind with a definition is looked up (404 when none has the name,
         409 listing the candidates when several do).  `kind` takes a Kind, a plural, or either
         qualified by group (`jobsets.jobset.x-k8s.io`).  Pods are those owned by the workload
         through the controller owner-reference chain, placed on components and instances;
@@ -516,57 +615,134 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         `watch=true`: a stream of the full interpretation (with `live`), an event each time its
         phase, readiness, totals, gang or pods change: Server-Sent Events with `Accept:
         text/event-stream`, else newline-delimited JSON; `Last-Event-ID` (or `resumeFrom`) resumes."""
-        cluster = service.need_cluster("live workloads")
-        state = request.scope["state"]
-        allow = service.allow_for(state)
-        try:
-            if watch:
-                return await streams.workload_stream(request, streams.need_model(cluster.model), namespace, name,
-                                                     kind, apiVersion, pods, allow)
-            model = service.model(kind, apiVersion, namespace)
-            if model is not None:
-                return Response(await model.describe(namespace, name, kind, apiVersion, with_pods=pods, allow=allow),
-                                media_type=JSON)
-            result = await cluster.workloads.describe(namespace, name, kind, apiVersion, with_pods=pods, allow=allow)
-        except LookupFailed as e:
-            raise service.explained(e, namespace, name, kind) from None
-        state["definition"], state["phase"] = result["definition"]["name"], phase_of(result)
-        return _dumps(result)
 
-    @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList,
-             responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"],
-             summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)")
-    async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None,
-                             watch: bool = False, resumeFrom: str | None = None) -> Response:
-        """Top-level workloads (objects controlled by another known workload are left out) in a
+    async def one_workload(request: Request, cluster: str | None, namespace: str, name: str, kind: str | None,
+                           apiVersion: str | None, pods: bool, watch: bool) -> Response:
+        service.need_cluster("live workloads")
+        state = request.scope["state"]
+        if cluster is None and service.fleet_mode:
+            # no cluster named: the one cluster that holds it (the service's own is no default here,
+            # so one name means one workload across the fleet, or a 409 naming the clusters)
+            member = await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, apiVersion,
+                                                     lambda m: service.allow_for(state, m), service.use_model)
+        else:
+            member = service.member(cluster)
+        if watch:
+            try:
+                return await streams.workload_stream(request, streams.need_model(member.model), namespace, name,
+                                                     kind, apiVersion, pods, service.allow_for(state, member))
+            except LookupFailed as e:
+                raise service.explained(e, namespace, name, kind) from None
+        return await service.describe(member, namespace, name, kind, apiVersion, pods, state)
+
+    @app.get("/workloads/{namespace}/{name}", operation_id="getWorkload", response_model=LiveInterpretation,
+             responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"], description=workload_doc,
+             summary="A live workload: interpretation plus its pods (or, with watch=true, a stream of it)")
+    async def get_workload(namespace: str, name: str, request: Request, kind: str | None = None,
+                           apiVersion: str | None = None, pods: bool = True, watch: bool = False,
+                           resumeFrom: str | None = None, cluster: str | None = None) -> Response:
+        return await one_workload(request, cluster, namespace, name, kind, apiVersion, pods, watch)
+
+    @app.get("/clusters/{cluster}/workloads/{namespace}/{name}", operation_id="getClusterWorkload",
+             response_model=LiveInterpretation, responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["clusters"],
+             description=workload_doc, summary="A live workload of one cluster (or, with watch=true, a stream of it)")
+    async def get_cluster_workload(cluster: str, namespace: str, name: str, request: Request, kind: str | None = None,
+                                   apiVersion: str | None = None, pods: bool = True, watch: bool = False,
+                                   resumeFrom: str | None = None) -> Response:
+        return await one_workload(request, cluster, namespace, name, kind, apiVersion, pods, watch)
+
+    list_doc = """Top-level workloads (objects controlled by another known workload are left out) in a
         namespace, or in all namespaces without `namespace`.  Kinds the caller may not list are
-        left out and named in `warnings`.
+        left out and named in `warnings`.  With several clusters: every cluster's rows (each with
+        `cluster`), or those of `cluster` (comma-separated names); a cluster that does not answer
+        keeps its rows as last seen, marked `unavailable`, and only a request naming it fails (503).
 
         `watch=true`: the current rows as ADDED events, a BOOKMARK with `initialEventsEnd`, then an
         ADDED / MODIFIED / DELETED event for every row that changes (phase, readiness, totals)."""
-        cluster = service.need_cluster("live workloads")
-        allow = service.allow_for(request.scope["state"])
-        try:
+
+    async def workload_list(request: Request, cluster: str | None, namespace: str | None, kind: str | None,
+                            watch: bool) -> Response:
+        state = request.scope["state"]
+        if not service.fleet_mode and cluster is None:
+            member = service.member(None)
+            allow = service.allow_for(state, member)
+            try:
+                if watch:
+                    return await streams.list_stream(request, streams.need_model(member.model), namespace or None,
+                                                     kind, allow)
+                model = service.model(kind, None, namespace or None, member)
+                if model is not None:
+                    result = await model.summaries(namespace or None, kind, allow=allow)
+                else:
+                    if member.workloads is None:
+                        raise fleet_reads.unavailable(member)
+                    result = await member.workloads.summaries(namespace or None, kind, allow=allow)
+            except LookupFailed as e:
+                raise lookup_problem(e) from None
+        else:
+            members = service.members(cluster)
             if watch:
-                return await streams.list_stream(request, streams.need_model(cluster.model), namespace or None,
-                                                 kind, allow)
-            model = service.model(kind, None, namespace or None)
-            if model is not None:
-                result = await model.summaries(namespace or None, kind, allow=allow)
-            else:
-                result = await cluster.workloads.summaries(namespace or None, kind, allow=allow)
-        except LookupFailed as e:
-            raise lookup_problem(e) from None
-        request.scope["state"]["items"] = len(result["items"])
+                return await streams.fleet_list_stream(request, service.need_cluster("live workloads").fleet,
+                                                       [m.name for m in members] if cluster else None,
+                                                       namespace or None, kind,
+                                                       lambda m: service.allow_for(state, m))
+            result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
+                                                       lambda m: service.allow_for(state, m), service.use_model)
+        state["items"] = len(result["items"])
         return _dumps(result)
 
+    @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList, description=list_doc,
+             responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"],
+             summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)")
+    async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None,
+                             watch: bool = False, resumeFrom: str | None = None,
+                             cluster: str | None = None) -> Response:
+        return await workload_list(request, cluster, namespace, kind, watch)
+
+    @app.get("/clusters/{cluster}/workloads", operation_id="listClusterWorkloads", response_model=WorkloadList,
+             description=list_doc, responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["clusters"],
+             summary="The workloads of one cluster (or, with watch=true, a stream of rows)")
+    async def list_cluster_workloads(cluster: str, request: Request, namespace: str | None = None,
+                                     kind: str | None = None, watch: bool = False,
+                                     resumeFrom: str | None = None) -> Response:
+        return await workload_list(request, cluster, namespace, kind, watch)
+
+    @app.get("/clusters", operation_id="listClusters", response_model=ClusterList, tags=["clusters"],
+             responses={**PROBLEMS, 200: STREAM_RESPONSE},
+             summary="Every cluster the service reads: server, version, sync state, last error, workloads, GPUs")
+    async def list_clusters(request: Request, watch: bool = False, resumeFrom: str | None = None) -> Response:
+        """`watch=true`: the clusters as ADDED events, then an event each time one changes (it goes
+        down or comes back, syncs, its counts change), as the workload streams frame them."""
+        fleet = service.need_cluster("clusters").fleet
+        await service.authorize_fleet(request.scope["state"])
+        if watch:
+            return await streams.cluster_stream(request, fleet)
+        return _dumps({"items": fleet.items()})
+
+    @app.get("/clusters/{cluster}", operation_id="getCluster", response_model=ClusterStatus, tags=["clusters"],
+             responses=PROBLEMS, summary="One cluster")
+    async def get_cluster(cluster: str, request: Request) -> Response:
+        fleet = service.need_cluster("clusters").fleet
+        await service.authorize_fleet(request.scope["state"])
+        item = next((i for i in fleet.items() if i["name"] == cluster), None)
+        if item is None:
+            raise ProblemError(404, "cluster-not-found", "Cluster not found",
+                               f"no cluster named {cluster!r} (GET /clusters lists them)")
+        return _dumps(item)
+
     @app.get("/model", operation_id="getModel", tags=["workloads"], response_model=ModelStatus,
-             summary="The live model: sync state, watched kinds, objects held, freshness")
-    async def model_status() -> Response:
-        model = service.cluster.model if service.cluster is not None else None
+             responses=PROBLEMS, summary="The live model: sync state, watched kinds, objects held, freshness")
+    async def model_status(cluster: str | None = None) -> Response:
+        """The model of the service's own cluster, or of `cluster`."""
+        member = None
+        if service.cluster is not None:
+            member = service.cluster.fleet.get(cluster) if cluster else service.cluster.home
+            if member is None and cluster:
+                raise ProblemError(404, "cluster-not-found", "Cluster not found", f"no cluster named {cluster!r}")
+        model = member.model if member is not None else None
         if model is None:
             return _dumps({"enabled": False, "synced": False,
-                           "reason": "no cluster" if service.cluster is None else "--cache false"})
+                           "reason": "no cluster" if member is None else "--cache false"})
         return _dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(streams.Limits.open)})
 
     @app.get("/metrics/workloads", operation_id="workloadMetrics", tags=["health"], response_class=Response,
@@ -577,7 +753,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Per-workload series from the live model (kube-state-metrics style).  With `--auth
         kubernetes` the caller needs `get` on the non-resource URL `/metrics/workloads`."""
         cluster = service.need_cluster("workload metrics")
-        if cluster.model is None:
+        if not settings.cache:
             raise ProblemError(400, "metrics-need-the-model", "Workload metrics need the live model",
                                "this service reads the API server directly (--cache false)")
         caller = request.scope["state"].get("caller")
@@ -588,9 +764,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
             if not ok:
                 raise ProblemError(403, "forbidden", "Forbidden", "not allowed to get /metrics/workloads")
-        if service.workload_metrics is None or service.workload_metrics.model is not cluster.model:
-            service.workload_metrics = WorkloadMetrics(cluster.model)
-        return Response(service.workload_metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        return Response(service.metrics_renderer().render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", operation_id="healthz", response_model=Health, tags=["health"])
     async def healthz() -> Response:

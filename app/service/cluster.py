@@ -1,8 +1,11 @@
-"""The service's cluster side: one API connection, the definition watchers, live workloads, access.
+"""The service's cluster side: the home cluster's services and the fleet of clusters it reads.
 
-Started in the app's lifespan when a kubeconfig is given or the service runs in a pod.  The
-API server may be down at start: the built-in catalog and folders are served meanwhile, the
-watchers keep retrying, and /readyz turns ready after their first sync.
+The home cluster (`--kubeconfig`, or the pod's service account) is where definitions come from
+(ConfigMaps, Karta resources), where callers' tokens are reviewed, and where cluster Secrets
+are watched.  Every cluster served, the home one included, is a member of the fleet with its
+own connection, live model and access checks (app/fleet).  The API server may be down at start:
+the built-in catalog and folders are served meanwhile, the watchers keep retrying, and /readyz
+turns ready after their first sync.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import logging
 from typing import Any
 
 from ..cluster.access import Access
-from ..cluster.kube import Kube, kubeconfig_namespace, pod_namespace
+from ..cluster.kube import Kube, in_cluster, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
 from ..cluster.workloads import Interpret, Workloads
+from ..fleet import specs
+from ..fleet.fleet import Fleet
+from ..fleet.member import Member
 from ..karta.store import DefinitionStore
 from ..model.live import LiveModel
-from .settings import Settings, auth_mode
+from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
 
 log = logging.getLogger("wlmap.cluster")
 
@@ -28,24 +34,66 @@ def service_namespace(s: Settings) -> str:
     return s.namespace or pod_namespace() or kubeconfig_namespace(s.kubeconfig) or "default"
 
 
+def cluster_specs(s: Settings) -> tuple[specs.ClusterSpec | None, list[specs.ClusterSpec]]:
+    """The home cluster's spec (None: no home) and the other clusters given by flags, checked
+    before the service starts (a bad --cluster is an error at once, not a member that never works)."""
+    home = specs.home(s.cluster_name, s.kubeconfig, in_cluster()) if cluster_enabled(s) else None
+    others: list[specs.ClusterSpec] = []
+    if s.kubeconfig_contexts == "all":
+        _, current = specs.contexts(s.kubeconfig)
+        for spec in specs.from_contexts(s.kubeconfig):
+            if home is not None and spec.context == current and (s.kubeconfig or not in_cluster()):
+                continue  # the home cluster already is this context
+            others.append(spec)
+    others += [specs.from_flag(v) for v in s.clusters]
+    names = [x.name for x in ([home] if home else []) + others]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise specs.SpecError(f"cluster {dup[0]!r} is registered twice (names must be unique; rename with "
+                              "NAME= or --cluster-name)")
+    if (s.cluster_secrets or s.cluster_secret_names) and home is None:
+        raise specs.SpecError("--cluster-secrets needs a home cluster to watch Secrets in: give --kubeconfig, "
+                              "or run in a pod")
+    return home, others
+
+
 class Cluster:
-    def __init__(self, kube: Kube, store: DefinitionStore, settings: Settings, interpret: Interpret):
+    def __init__(self, kube: Kube | None, store: DefinitionStore, settings: Settings, interpret: Interpret,
+                 home: specs.ClusterSpec | None, others: list[specs.ClusterSpec]):
         self.kube, self.store, self.settings = kube, store, settings
         self.namespace = service_namespace(settings)
         self.sources: list[WatchedSource] = []
-        if settings.karta_resources:
-            self.sources.append(KartaSource(kube, store))
-        self.sources.append(ConfigMapSource(kube, store, self.namespace, name=settings.configmap_name,
-                                            selector=settings.configmap_selector))
-        self.workloads = Workloads(kube, lambda: store.registry, interpret)
-        # The live model (--cache true): reads come from memory once it is synced.
-        self.model: LiveModel | None = None
-        if settings.cache:
-            self.model = LiveModel(kube, lambda: store.registry, interpret, namespaces=settings.watch_namespaces)
-            model = self.model
-            store.listeners.append(lambda _state: model.definitions_changed())
-        self.access = Access(kube) if auth_mode(settings) == "kubernetes" else None
+        if kube is not None:
+            if settings.karta_resources:
+                self.sources.append(KartaSource(kube, store))
+            self.sources.append(ConfigMapSource(kube, store, self.namespace, name=settings.configmap_name,
+                                                selector=settings.configmap_selector))
+        auth = auth_mode(settings) == "kubernetes"
+        # Tokens are reviewed by the home cluster; each read is authorized by its own cluster.
+        self.access = Access(kube) if auth and kube is not None else None
+        self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,
+                           namespaces=settings.watch_namespaces, auth=auth, labelled=fleet_mode(settings),
+                           probe_interval=settings.cluster_probe_interval)
+        if home is not None and kube is not None:
+            self.fleet.add(home, kube, home=True)
+        for spec in others:
+            self.fleet.add(spec)
+        fleet = self.fleet
+        store.listeners.append(lambda _state: fleet.definitions_changed())
         self._tasks: list[asyncio.Task[None]] = []
+
+    # The home cluster's model and direct reads (the single-cluster service reads only these).
+    @property
+    def home(self) -> Member | None:
+        return self.fleet.home
+
+    @property
+    def model(self) -> LiveModel | None:
+        return self.fleet.home.model if self.fleet.home is not None else None
+
+    @property
+    def workloads(self) -> Workloads | None:
+        return self.fleet.home.workloads if self.fleet.home is not None else None
 
     @staticmethod
     def source_keys(settings: Settings) -> list[str]:
@@ -55,24 +103,26 @@ class Cluster:
 
     @classmethod
     async def connect(cls, store: DefinitionStore, settings: Settings, interpret: Interpret) -> Cluster:
-        kube = await Kube.connect(settings.kubeconfig)
-        return cls(kube, store, settings, interpret)
+        home, others = cluster_specs(settings)
+        kube = await Kube.connect(settings.kubeconfig) if home is not None else None
+        return cls(kube, store, settings, interpret, home, others)
 
     def start(self, stop: asyncio.Event) -> None:
         for src in self.sources:
             self._tasks.append(asyncio.create_task(src.run(stop), name=f"watch-{src.key}"))
-        if self.model is not None:
-            self.model.start(stop)
+        watch = self.settings.cluster_secrets or bool(self.settings.cluster_secret_names)
+        self.fleet.start(stop, self.namespace if watch else None, self.settings.cluster_secret_selector,
+                         self.settings.cluster_secret_names)
 
     async def close(self) -> None:
-        if self.model is not None:
-            await self.model.close()
+        await self.fleet.close()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-        await self.kube.close()
+        if self.kube is not None:
+            await self.kube.close()
 
     def source_status(self) -> list[dict[str, Any]]:
         return [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version,

@@ -237,6 +237,8 @@ class Interpretation(_M):
     warnings: list[str]
     live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
     freshness: Freshness | None = Field(None, description="live reads only (ref, /workloads): from where, as of when")
+    cluster: str | None = Field(None, description="the cluster the workload was read from (when clusters are "
+                                                  "configured)")
 
 
 class ObjectRefOut(_M):
@@ -276,6 +278,8 @@ class ObjectRef(BaseModel):
     kind: str = Field(min_length=1)
     namespace: str | None = None
     name: str = Field(min_length=1)
+    cluster: str | None = Field(None, min_length=1, description="which cluster (default: the service's own, or "
+                                                                "the only one that has the object)")
 
 
 class InterpretRequest(BaseModel):
@@ -364,12 +368,53 @@ class WorkloadSummary(_M):
                                                     "counts that would be partial (gpus, pods.desired) are null")
     errors: list[PartError] | None = Field(None, description="the parts that could not be computed")
     error: str | None = Field(None, description="why this workload could not be interpreted")
+    cluster: str | None = Field(None, description="the cluster that holds it (when clusters are configured)")
+    unavailable: bool | None = Field(None, description="true: its cluster does not answer now; the row is as last "
+                                                       "seen (freshness.observedAt of that cluster)")
+
+
+class ClusterRow(_M):
+    """One cluster of the fleet in a workload list: did it answer, and as of when."""
+
+    name: str
+    available: bool
+    synced: bool
+    freshness: Freshness | None = None
 
 
 class WorkloadList(_M):
     items: list[WorkloadSummary]
     warnings: list[str] = Field(default_factory=list)
     freshness: Freshness | None = None
+    clusters: list[ClusterRow] | None = Field(None, description="when clusters are configured: each cluster read")
+
+
+class PhaseTotals(_M):
+    workloads: int
+    gpus: float
+
+
+class ClusterStatus(_M):
+    """A cluster the service reads (GET /clusters).  Credentials never appear here."""
+
+    name: str
+    server: str | None = Field(description="the API server URL")
+    version: str | None = Field(description="its Kubernetes version (gitVersion), once it answered")
+    synced: bool = Field(description="its live model has finished the first sync")
+    available: bool = Field(description="its API server answered the last probe")
+    lastError: str | None
+    workloads: int = Field(description="top-level workloads")
+    gpus: float = Field(description="GPUs requested by those workloads")
+    phases: dict[str, PhaseTotals] = Field(default_factory=dict, description="workloads and GPUs by phase")
+    origin: Literal["home", "flag", "context", "secret"]
+    source: str | None = Field(None, description="the Secret (namespace/name) that registers it")
+    context: str | None = None
+    checkedAt: str | None = Field(None, description="when its API server was last probed")
+    since: str | None = Field(None, description="since when it is available (or not)")
+
+
+class ClusterList(_M):
+    items: list[ClusterStatus]
 
 
 class WatchEvent(_M):
@@ -403,6 +448,7 @@ class ModelKind(_M):
 class ModelStatus(_M):
     enabled: bool
     synced: bool
+    cluster: str | None = None
     reason: str | None = None
     server: str | None = Field(None, description="the API server the model watches")
     startedAt: str | None = None

@@ -30,6 +30,14 @@ def serve(args: argparse.Namespace) -> int:
     if auth_mode(settings) == "kubernetes" and not cluster_enabled(settings):
         print("error: --auth kubernetes needs cluster access: give --kubeconfig, or run in a pod", file=sys.stderr)
         return 2
+    from ..fleet.specs import SpecError
+    from .cluster import cluster_specs
+
+    try:
+        cluster_specs(settings)  # a --cluster that cannot work is an error now, not a member that never works
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     os.environ.update(settings.to_env())
     setup_logging(settings.log_level.upper())
     uvicorn.run("app.service.serve:app_from_env", factory=True, host=settings.host, port=settings.port,

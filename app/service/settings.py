@@ -56,6 +56,13 @@ class Settings:
     watch_namespaces: list[str] = field(default_factory=list)
     stream_buffer: int = 1000
     stream_write_timeout: float = 10.0
+    clusters: list[str] = field(default_factory=list)  # NAME=KUBECONFIG[#CONTEXT]
+    kubeconfig_contexts: str = "current"  # current | all
+    cluster_name: str | None = None
+    cluster_secrets: bool = False
+    cluster_secret_selector: str = "workload-map.dev/cluster=true"
+    cluster_secret_names: list[str] = field(default_factory=list)
+    cluster_probe_interval: float = 10.0
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -84,6 +91,15 @@ class Settings:
         s.stream_buffer = int(_env("stream_buffer", str(s.stream_buffer)) or s.stream_buffer)
         s.stream_write_timeout = float(_env("stream_write_timeout", str(s.stream_write_timeout)) or
                                        s.stream_write_timeout)
+        s.clusters = [c.strip() for c in (_env("clusters") or "").split(",") if c.strip()]
+        s.kubeconfig_contexts = _env("kubeconfig_contexts", s.kubeconfig_contexts) or s.kubeconfig_contexts
+        s.cluster_name = _env("cluster_name") or None
+        s.cluster_secrets = _bool(_env("cluster_secrets", "false"))
+        s.cluster_secret_selector = _env("cluster_secret_selector", s.cluster_secret_selector) or \
+            s.cluster_secret_selector
+        s.cluster_secret_names = [n.strip() for n in (_env("cluster_secret") or "").split(",") if n.strip()]
+        s.cluster_probe_interval = float(_env("cluster_probe_interval", str(s.cluster_probe_interval)) or
+                                         s.cluster_probe_interval)
         return s
 
     def to_env(self) -> dict[str, str]:
@@ -103,7 +119,13 @@ class Settings:
                 "WLMAP_JQ_RESULT_CACHE": str(self.jq_result_cache).lower(),
                 "WLMAP_LOG_LEVEL": self.log_level, "WLMAP_CACHE": str(self.cache).lower(),
                 "WLMAP_WATCH_NAMESPACE": ",".join(self.watch_namespaces),
-                "WLMAP_STREAM_BUFFER": str(self.stream_buffer), "WLMAP_STREAM_WRITE_TIMEOUT": str(self.stream_write_timeout)}
+                "WLMAP_STREAM_BUFFER": str(self.stream_buffer), "WLMAP_STREAM_WRITE_TIMEOUT": str(self.stream_write_timeout),
+                "WLMAP_CLUSTERS": ",".join(self.clusters), "WLMAP_KUBECONFIG_CONTEXTS": self.kubeconfig_contexts,
+                **({"WLMAP_CLUSTER_NAME": self.cluster_name} if self.cluster_name else {}),
+                "WLMAP_CLUSTER_SECRETS": str(self.cluster_secrets).lower(),
+                "WLMAP_CLUSTER_SECRET_SELECTOR": self.cluster_secret_selector,
+                "WLMAP_CLUSTER_SECRET": ",".join(self.cluster_secret_names),
+                "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval)}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -158,6 +180,27 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stream-write-timeout", type=float, default=d.stream_write_timeout, metavar="SECONDS",
                    help="a stream client that takes no data for this long is disconnected "
                         "(WLMAP_STREAM_WRITE_TIMEOUT; default 10)")
+    p.add_argument("--cluster", action="append", default=list(d.clusters), metavar="NAME=KUBECONFIG[#CONTEXT]",
+                   dest="clusters", help="also serve this cluster (repeatable; WLMAP_CLUSTERS, comma-separated)")
+    p.add_argument("--kubeconfig-contexts", choices=["current", "all"], default=d.kubeconfig_contexts,
+                   help="all: serve every context of the kubeconfig as a cluster named after it "
+                        "(WLMAP_KUBECONFIG_CONTEXTS; default current)")
+    p.add_argument("--cluster-name", default=d.cluster_name, metavar="NAME",
+                   help="name of the service's own cluster (WLMAP_CLUSTER_NAME; default in-cluster in a pod, else "
+                        "the kubeconfig's current context)")
+    p.add_argument("--cluster-secrets", type=_bool, default=d.cluster_secrets, metavar="true|false",
+                   help="also serve the clusters of Secrets labelled workload-map.dev/cluster=true in the service "
+                        "namespace, each holding a kubeconfig; watched (WLMAP_CLUSTER_SECRETS; default false)")
+    p.add_argument("--cluster-secret-selector", default=d.cluster_secret_selector, metavar="LABELS",
+                   help="label selector of cluster Secrets (WLMAP_CLUSTER_SECRET_SELECTOR)")
+    p.add_argument("--cluster-secret", action="append", default=list(d.cluster_secret_names), metavar="NAME",
+                   dest="cluster_secret_names",
+                   help="watch only this cluster Secret (repeatable; WLMAP_CLUSTER_SECRET, comma-separated): the "
+                        "service reads no other Secret, so RBAC can grant exactly these (resourceNames); "
+                        "implies --cluster-secrets")
+    p.add_argument("--cluster-probe-interval", type=float, default=d.cluster_probe_interval, metavar="SECONDS",
+                   help="how often each cluster's API server is probed; a cluster that does not answer is marked "
+                        "unavailable (WLMAP_CLUSTER_PROBE_INTERVAL; default 10)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -170,11 +213,23 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
                     jq_result_cache=args.jq_result_cache, cache=args.cache,
                     watch_namespaces=list(args.watch_namespaces), stream_buffer=args.stream_buffer,
-                    stream_write_timeout=args.stream_write_timeout)
+                    stream_write_timeout=args.stream_write_timeout, clusters=list(args.clusters),
+                    kubeconfig_contexts=args.kubeconfig_contexts, cluster_name=args.cluster_name,
+                    cluster_secrets=args.cluster_secrets or bool(args.cluster_secret_names),
+                    cluster_secret_selector=args.cluster_secret_selector,
+                    cluster_secret_names=list(args.cluster_secret_names),
+                    cluster_probe_interval=args.cluster_probe_interval)
 
 
 def cluster_enabled(s: Settings) -> bool:
+    """The service has a home cluster: definitions from ConfigMaps, tokens reviewed there."""
     return bool(s.kubeconfig) or in_cluster()
+
+
+def fleet_mode(s: Settings) -> bool:
+    """Clusters are registered beyond the home one (or may be, by Secret): every live row,
+    interpretation and metric names its cluster."""
+    return bool(s.clusters) or s.kubeconfig_contexts == "all" or s.cluster_secrets or bool(s.cluster_secret_names)
 
 
 def auth_mode(s: Settings) -> str:

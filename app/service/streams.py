@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -27,9 +27,11 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ..cluster.kube import PODS
-from ..cluster.workloads import Allow, Known, LookupFailed, matches_token
-from ..model.events import Event, TokenError
+from ..cluster.kube import PODS, Resource
+from ..cluster.workloads import Allow, Known, LookupFailed, allow_all, matches_token
+from ..fleet.fleet import CLUSTER_KEY, Fleet
+from ..fleet.member import Member
+from ..model.events import Event, EventLog, TokenError
 from ..model.live import LiveModel, row_key
 from ..problem import problem_body
 from .problems import ProblemError, lookup_problem
@@ -127,41 +129,37 @@ def _token_problem(e: TokenError) -> ProblemError:
 
 # -- the list -------------------------------------------------------------------------------
 
-async def list_stream(request: Request, model: LiveModel, namespace: str | None, kind: str | None,
-                      allow: Allow) -> Any:
-    await _wait_synced(model)
+async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) -> dict[str, Any] | None:
+    """The row as this caller may see it (None: not at all): what a list would show them,
+    namespace by namespace; the answers are cached briefly by the access checks."""
+    ns = ev.key[2]
+    asked = namespace if res.namespaced else None
+    if not (await allow("list", res, asked, None) or (asked is None and res.namespaced and ns
+                                                       and await allow("list", res, ns, None))):
+        return None
+    row = ev.object
+    if ev.type != "DELETED" and not (await allow("list", PODS, namespace, None)
+                                     or (namespace is None and ns and await allow("list", PODS, ns, None))):
+        row = dict(row, pods=dict(row["pods"], ready=None))
+    return row
+
+
+Visible = Callable[[Event], Awaitable["dict[str, Any] | None"]]
+
+
+def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool],
+                snapshot: Callable[[], list[Event]], visible: Visible) -> Any:
+    """A stream of a log's events: the current state (or, resuming, what came after the token),
+    a BOOKMARK marking its end, then every accepted event as it is published."""
     sse = wants_sse(request)
-    kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
-             if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))}
-
-    def accept(ev: Event) -> bool:
-        g, k, ns, _ = ev.key
-        return (g, k) in kinds and (namespace is None or ns in (namespace, ""))
-
-    async def visible(ev: Event) -> dict[str, Any] | None:
-        """The row as this caller may see it (None: not at all): what a list would show them,
-        namespace by namespace; the answers are cached briefly by the access checks."""
-        g, k, ns, _ = ev.key
-        res = kinds[(g, k)]
-        asked = namespace if res.namespaced else None
-        if not (await allow("list", res, asked, None) or (asked is None and res.namespaced and ns
-                                                           and await allow("list", res, ns, None))):
-            return None
-        row = ev.object
-        if ev.type != "DELETED" and not (await allow("list", PODS, namespace, None)
-                                         or (namespace is None and ns and await allow("list", PODS, ns, None))):
-            row = dict(row, pods=dict(row["pods"], ready=None))
-        return row
-
-    log = model.events
     token = resume_token(request)
     backlog: list[Event] = []
-    snapshot: list[dict[str, Any]] = []
+    initial: list[Event] = []
     try:
         if token:
             backlog = [e for e in log.since(log.parse(token)) if accept(e)]
         else:
-            snapshot = [st.row for st in model.states.values() if st.row is not None]
+            initial = [e for e in snapshot() if accept(e)]
     except TokenError as e:
         raise _token_problem(e) from None
     # No await between reading the state and subscribing: nothing can slip in between.
@@ -171,9 +169,8 @@ async def list_stream(request: Request, model: LiveModel, namespace: str | None,
     async def frames() -> AsyncIterator[Any]:
         Limits.open["list"] += 1
         try:
-            for row in snapshot:
-                ev = Event(at, "ADDED", row_key(row), row)
-                if accept(ev) and (shown := await visible(ev)) is not None:
+            for ev in initial:
+                if (shown := await visible(ev)) is not None:
                     yield _frame(sse, {"type": "ADDED", "object": shown}, log.token(at))
             for ev in backlog:
                 if (shown := await visible(ev)) is not None:
@@ -196,6 +193,27 @@ async def list_stream(request: Request, model: LiveModel, namespace: str | None,
             sub.close()
 
     return respond(request, frames())
+
+
+def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
+    return [Event(0, "ADDED", row_key(st.row), st.row, cluster=cluster) for st in model.states.values()
+            if st.row is not None]
+
+
+async def list_stream(request: Request, model: LiveModel, namespace: str | None, kind: str | None,
+                      allow: Allow) -> Any:
+    await _wait_synced(model)
+    kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
+             if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))}
+
+    def accept(ev: Event) -> bool:
+        g, k, ns, _ = ev.key
+        return (g, k) in kinds and (namespace is None or ns in (namespace, ""))
+
+    async def visible(ev: Event) -> dict[str, Any] | None:
+        return await _shown(allow, kinds[ev.key[:2]], namespace, ev)  # type: ignore[index]
+
+    return _log_stream(request, model.events, accept, lambda: _rows(model), visible)
 
 
 # -- one workload ---------------------------------------------------------------------------
@@ -287,3 +305,71 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
 
 def _digest(body: bytes) -> bytes:
     return hashlib.blake2b(body, digest_size=16).digest()
+
+
+# -- the fleet ------------------------------------------------------------------------------
+
+async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
+    """Until every cluster that answers has synced (a cluster that is down is not waited for:
+    its rows come as last seen, and as ADDED events once it is back and synced)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while any(m.available and m.model is not None and not m.model.synced for m in fleet.members.values()):
+        if asyncio.get_running_loop().time() > deadline:
+            return
+        await asyncio.sleep(0.1)
+
+
+async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] | None, namespace: str | None,
+                            kind: str | None, allow_for: Callable[[Member | None], Allow]) -> Any:
+    """The list stream over several clusters: every row carries its cluster; one resume token
+    covers them all (the members share one event log)."""
+    if any(m.model is None for m in fleet.members.values()):
+        need_model(None)
+    await _wait_fleet(fleet)
+    wanted = set(clusters) if clusters is not None else None
+
+    def resource_of(ev: Event) -> Resource | None:
+        m = fleet.get(ev.cluster or "")
+        kw = m.model.kinds.get(ev.key[:2]) if m is not None and m.model is not None else None  # type: ignore[arg-type]
+        if kw is None or kw.definition is None:
+            return None
+        if kind and not matches_token(kind, Known(kw.definition, kw.resource)):
+            return None
+        return kw.resource
+
+    def accept(ev: Event) -> bool:
+        if ev.cluster is None or ev.key[:2] == CLUSTER_KEY[:2] or (wanted is not None and ev.cluster not in wanted):
+            return False
+        if namespace is not None and ev.key[2] not in (namespace, ""):
+            return False
+        # a row of a cluster just removed is DELETED for everyone who may have seen it
+        return resource_of(ev) is not None or (ev.type == "DELETED" and fleet.get(ev.cluster) is None)
+
+    async def visible(ev: Event) -> dict[str, Any] | None:
+        m = fleet.get(ev.cluster or "")
+        res = resource_of(ev)
+        if m is None or res is None:  # its cluster is gone: told only where nothing is authorized
+            return ev.object if allow_for(None) is allow_all else None
+        try:
+            return await _shown(allow_for(m), res, namespace, ev)
+        except ProblemError:
+            return None  # that cluster cannot check the caller's rights now: nothing of it is shown
+
+    def snapshot() -> list[Event]:
+        return [ev for m in fleet.members.values() if m.model is not None and (wanted is None or m.name in wanted)
+                for ev in _rows(m.model, m.name)]
+
+    return _log_stream(request, fleet.events, accept, snapshot, visible)
+
+
+async def cluster_stream(request: Request, fleet: Fleet) -> Any:
+    """GET /clusters?watch=true: each cluster's /clusters item as it changes."""
+
+    def accept(ev: Event) -> bool:
+        return ev.key[:3] == CLUSTER_KEY
+
+    async def visible(ev: Event) -> dict[str, Any]:
+        return ev.object  # type: ignore[no-any-return]
+
+    return _log_stream(request, fleet.events, accept,
+                       lambda: [Event(0, "ADDED", (*CLUSTER_KEY, i["name"]), i) for i in fleet.items()], visible)

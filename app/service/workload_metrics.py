@@ -2,12 +2,13 @@
 
 Kept apart from /metrics (the service's own health), because it grows with the cluster.  One
 custom collector reads the model's published rows and the facts kept with them; the text is
-rendered once per model change (a scrape of an unchanged model costs a lookup).
+rendered once per model change (a scrape of an unchanged model costs a lookup).  With several
+clusters, every series has a `cluster` label, and one text covers every cluster's model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -31,29 +32,34 @@ def _number(resource: str, value: str) -> float | None:
     return float(q.amount)
 
 
+Rows = list[tuple[dict[str, Any], dict[str, Any] | None]]
+
+
 class WorkloadCollector(Collector):
     """The series of the given rows (all of the model's by default)."""
 
-    def __init__(self, model: LiveModel, rows: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None):
-        self.model, self._rows = model, rows
+    def __init__(self, model: LiveModel | None, rows: Rows | None = None, labelled: bool = False):
+        self.model, self._rows, self.labelled = model, rows, labelled
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        names = (["cluster"] if self.labelled else []) + LABELS
         info = GaugeMetricFamily("wlmap_workload_info", "One series per workload the model holds: its definition",
-                                 labels=LABELS + ["definition"])
+                                 labels=names + ["definition"])
         phase = GaugeMetricFamily("wlmap_workload_phase", "1 for the workload's current phase, 0 for the others",
-                                  labels=LABELS + ["phase"])
+                                  labels=names + ["phase"])
         desired = GaugeMetricFamily("wlmap_workload_pods_desired", "Pods the workload wants (desired scale)",
-                                    labels=LABELS)
+                                    labels=names)
         ready = GaugeMetricFamily("wlmap_workload_pods_ready", "Pods owned by the workload whose Ready condition "
-                                                               "is True", labels=LABELS)
+                                                               "is True", labels=names)
         requests = GaugeMetricFamily("wlmap_workload_resource_requests", "Resources the workload requests at its "
                                      "desired scale (GPUs as a count, CPU in cores, memory in bytes)",
-                                     labels=LABELS + ["resource"])
+                                     labels=names + ["resource"])
         gang = GaugeMetricFamily("wlmap_workload_gang_min_available", "The gang minimum (pods that must start "
-                                 "together), for definitions with gang instructions", labels=LABELS)
-        for row, facts in self._rows if self._rows is not None else self.model.rows():
+                                 "together), for definitions with gang instructions", labels=names)
+        rows = self._rows if self._rows is not None else (self.model.rows() if self.model is not None else [])
+        for row, facts in rows:
             w = row["workload"]
-            labels = [str(w.get("namespace") or ""), str(w.get("apiVersion") or "").rpartition("/")[0],
+            labels = ([str(row.get("cluster") or "")] if self.labelled else []) + [str(w.get("namespace") or ""), str(w.get("apiVersion") or "").rpartition("/")[0],
                       str(w.get("kind") or ""), str(w.get("name") or "")]
             info.add_metric(labels + [str(row.get("definition") or "")], 1)
             current = row.get("phase")
@@ -96,19 +102,20 @@ FAMILIES = ["wlmap_workload_info", "wlmap_workload_phase", "wlmap_workload_pods_
 
 
 class WorkloadMetrics:
-    """The exposition text of one model.  prometheus-client renders each workload's lines (its
-    escaping and number formatting), and they are kept until that workload's row or facts change:
-    a scrape re-renders only what changed since the last one, then joins the families."""
+    """The exposition text of the models (one per cluster).  prometheus-client renders each
+    workload's lines (its escaping and number formatting), and they are kept until that workload's
+    row or facts change: a scrape re-renders only what changed since the last one, then joins the
+    families."""
 
-    def __init__(self, model: LiveModel):
-        self.model = model
+    def __init__(self, models: Callable[[], list[LiveModel]], labelled: bool = False):
+        self.models, self.labelled = models, labelled
         self._headers = self._render([])  # HELP and TYPE lines of every family
         self._lines: dict[int, tuple[dict[str, Any], Any, dict[str, list[str]]]] = {}
-        self._cached: tuple[tuple[int, int], bytes] | None = None
+        self._cached: tuple[tuple[Any, ...], bytes] | None = None
 
     def _render(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> dict[str, list[str]]:
         reg = CollectorRegistry(auto_describe=False)
-        reg.register(WorkloadCollector(self.model, rows))
+        reg.register(WorkloadCollector(None, rows, self.labelled))
         out: dict[str, list[str]] = {f: [] for f in FAMILIES}
         for line in generate_latest(reg).decode().splitlines(keepends=True):
             name = line.split(" ", 3)[2] if line.startswith("#") else line.split("{", 1)[0].split(" ", 1)[0]
@@ -116,11 +123,12 @@ class WorkloadMetrics:
         return out
 
     def render(self) -> bytes:
-        version = (self.model.events.seq, len(self.model.states))
+        models = self.models()
+        version = tuple((id(m), m.events.seq, len(m.states)) for m in models)
         if self._cached is not None and self._cached[0] == version:
             return self._cached[1]
         fresh: dict[int, tuple[dict[str, Any], Any, dict[str, list[str]]]] = {}
-        for row, facts in self.model.rows():
+        for row, facts in (x for m in models for x in m.rows()):
             hit = self._lines.get(id(row))
             if hit is None or hit[0] is not row or hit[1] is not facts:  # rows and facts are replaced, never edited
                 hit = (row, facts, self._render([(row, facts)]))

@@ -13,7 +13,7 @@ from .apiserver import ApiServer
 # plural and scope of every kind the tests touch (discovery would do, but this is a test helper)
 PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("", "Namespace"): ("namespaces", False), ("", "ConfigMap"): ("configmaps", True),
-    ("", "Pod"): ("pods", True), ("", "Event"): ("events", True),
+    ("", "Pod"): ("pods", True), ("", "Event"): ("events", True), ("", "Secret"): ("secrets", True),
     ("", "ServiceAccount"): ("serviceaccounts", True),
     ("apps", "Deployment"): ("deployments", True), ("apps", "ReplicaSet"): ("replicasets", True),
     ("batch", "Job"): ("jobs", True),

@@ -1,0 +1,177 @@
+"""One cluster of the fleet: its connection, live model, direct reads, access checks and health.
+
+Each member runs on its own: it connects (retrying with backoff when its kubeconfig cannot be
+loaded), starts its model, and probes its API server (`GET /version`) every few seconds.  The
+probe is what "available" means: a member whose server stops answering is marked down within
+one probe interval, its model keeps what it holds (answers are marked as not watching), and it
+resyncs by itself when the server is back.  Nothing a member does waits on another member.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..cluster.access import Access
+from ..cluster.informer import Backoff, sleep_or_stop
+from ..cluster.kube import Kube, KubeError
+from ..cluster.workloads import Interpret, Workloads, now_iso
+from ..karta.registry import Registry
+from ..model.events import EventLog
+from ..model.live import LiveModel
+from .specs import ClusterSpec, redact
+
+log = logging.getLogger("wlmap.fleet")
+
+
+class Member:
+    def __init__(self, spec: ClusterSpec, *, registry: Callable[[], Registry], interpret: Interpret,
+                 events: EventLog, cache: bool = True, namespaces: list[str] | None = None, auth: bool = False,
+                 labelled: bool = True, kube: Kube | None = None, probe_interval: float = 10.0,
+                 request_timeout: float = 30.0):
+        self.spec, self.name = spec, spec.name
+        self.registry, self.interpret, self.events = registry, interpret, events
+        self.cache, self.namespaces, self.auth, self.labelled = cache, namespaces, auth, labelled
+        self.probe_interval, self.request_timeout = probe_interval, request_timeout
+        self.kube = kube
+        self._owns_kube = kube is None
+        self.model: LiveModel | None = None
+        self.workloads: Workloads | None = None
+        self.access: Access | None = None
+        self.version: str | None = None
+        self.reachable = False  # the last probe got an answer
+        self.last_error: str | None = None  # safe to show: credentials are redacted
+        self.checked_at: float | None = None  # wall time of the last probe
+        self.since = time.time()  # when `reachable` last changed
+        self.invalid: str | None = None  # a newer spec of this cluster that could not be used (kept the old)
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._probe_now = asyncio.Event()
+        if kube is not None:
+            self._attach(kube)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self, stop: asyncio.Event) -> None:
+        async def follow() -> None:  # the service stopping stops every member
+            await stop.wait()
+            self._stop.set()
+
+        self._tasks.append(asyncio.create_task(follow(), name=f"member-{self.name}-stop"))
+        self._tasks.append(asyncio.create_task(self._run(), name=f"member-{self.name}"))
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self.model is not None:
+            await self.model.close()
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        if self.kube is not None and self._owns_kube:
+            with contextlib.suppress(Exception):
+                await self.kube.close()
+
+    def probe_soon(self) -> None:
+        self._probe_now.set()
+
+    def _attach(self, kube: Kube) -> None:
+        self.kube = kube
+        self.workloads = Workloads(kube, self.registry, self.interpret)
+        self.access = Access(kube) if self.auth else None
+        if self.cache:
+            self.model = LiveModel(kube, self.registry, self.interpret, namespaces=self.namespaces,
+                                   cluster=self.name if self.labelled else None, events=self.events)
+
+    async def _run(self) -> None:
+        backoff = Backoff(base=1.0, cap=30.0)
+        while self.kube is None and not self._stop.is_set():
+            try:
+                s = self.spec
+                self._attach(await Kube.connect(s.kubeconfig, s.context, s.document,
+                                                request_timeout=self.request_timeout))
+            except Exception as e:  # noqa: BLE001 - a bad kubeconfig is this member's problem only
+                self._set(False, f"cannot load the kubeconfig: {redact(str(e) or type(e).__name__, self.spec)}")
+                await sleep_or_stop(self._stop, backoff.next())
+        if self._stop.is_set():
+            return
+        if self.model is not None:
+            self.model.start(self._stop)
+        while not self._stop.is_set():
+            await self._probe()
+            self._probe_now.clear()
+            waiters = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self._probe_now.wait())]
+            interval = self.probe_interval if self.reachable else min(self.probe_interval, 2.0)
+            await asyncio.wait(waiters, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
+            for w in waiters:
+                w.cancel()
+
+    async def _probe(self) -> None:
+        assert self.kube is not None
+        try:
+            doc = await self.kube.request("GET", "/version", timeout=min(5.0, self.request_timeout))
+            self.version = str((doc or {}).get("gitVersion") or "") or self.version
+            self._set(True, None)
+        except KubeError as e:
+            self._set(False, redact(e.message, self.spec))
+        except Exception as e:  # noqa: BLE001
+            self._set(False, redact(f"{type(e).__name__}: {e}", self.spec))
+        self.checked_at = time.time()
+
+    def _set(self, reachable: bool, error: str | None) -> None:
+        if reachable != self.reachable:
+            self.since = time.time()
+            if reachable:
+                log.info("cluster %s: reachable (%s)", self.name, self.version or "?")
+            else:
+                log.warning("cluster %s: unreachable: %s", self.name, error)
+        self.reachable, self.last_error = reachable, error
+
+    # -- what readers ask -------------------------------------------------------------------
+    @property
+    def available(self) -> bool:
+        return self.reachable
+
+    @property
+    def synced(self) -> bool:
+        return self.model.synced if self.model is not None else self.reachable
+
+    def rows(self) -> list[dict[str, Any]]:
+        model = self.model
+        if model is None:
+            return []
+        return [st.row for st in model.states.values() if st.row is not None]
+
+    def status(self) -> dict[str, Any]:
+        """The /clusters item: no credential, only what the kubeconfig says of the server."""
+        by_phase: dict[str, dict[str, float]] = {}
+        gpus = 0.0
+        rows = self.rows()
+        for r in rows:
+            g = float(r.get("gpus") or 0)
+            gpus += g
+            p = by_phase.setdefault(str(r.get("phase") or "Unknown"), {"workloads": 0, "gpus": 0})
+            p["workloads"] += 1
+            p["gpus"] += g
+        server = self.kube.host if self.kube is not None else self.spec.server()
+        error = self.last_error
+        if error is None and self.invalid:
+            error = self.invalid
+        if error is None and self.model is not None:
+            error = next((i.error for kw in self.model.kinds.values() for i in kw.informers
+                          if i.error and i.state in ("unavailable", "forbidden")), None)
+        return {"name": self.name, "server": server, "version": self.version, "synced": self.synced,
+                "available": self.available, "lastError": error, "workloads": len(rows),
+                "gpus": _num(gpus), "phases": {p: {"workloads": int(v["workloads"]), "gpus": _num(v["gpus"])}
+                                                for p, v in sorted(by_phase.items())},
+                "origin": self.spec.origin, "source": self.spec.source or None, "context": self.spec.context,
+                "checkedAt": now_iso(self.checked_at) if self.checked_at else None,
+                "since": now_iso(self.since)}
+
+
+def _num(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else round(v, 3)
