@@ -86,3 +86,34 @@ version) decide. */}}
 {{- else if gt (int .Values.replicas) 1 }}true
 {{- end }}
 {{- end }}
+
+{{/* Whether the release serves clusters besides its own (clusters.secrets or clusters.extra). */}}
+{{- define "workload-map.fleet" -}}
+{{- if or .Values.clusters.secrets.enabled .Values.clusters.extra }}true{{ end }}
+{{- end }}
+
+{{/* Where clusters.extra kubeconfigs are mounted: <dir>/<name>/kubeconfig. */}}
+{{- define "workload-map.clustersDir" -}}
+/etc/workload-map/clusters
+{{- end }}
+
+{{/* WLMAP_CLUSTERS for clusters.extra: NAME=FILE[#CONTEXT], comma-joined.  A name used twice
+(or the service's own cluster's name) fails the render, as the service would at start. */}}
+{{- define "workload-map.clusterFlags" -}}
+{{- $home := .Values.clusters.name | default "in-cluster" }}
+{{- $seen := dict $home "the service's own cluster (clusters.name)" }}
+{{- $flags := list }}
+{{- $dir := include "workload-map.clustersDir" . }}
+{{- range $i, $c := .Values.clusters.extra }}
+{{- if hasKey $seen $c.name }}
+{{- fail (printf "clusters.extra[%d]: cluster name %q is already taken by %s" $i $c.name (get $seen $c.name)) }}
+{{- end }}
+{{- $_ := set $seen $c.name (printf "clusters.extra[%d]" $i) }}
+{{- $flag := printf "%s=%s/%s/kubeconfig" $c.name $dir $c.name }}
+{{- with $c.context }}
+{{- $flag = printf "%s#%s" $flag . }}
+{{- end }}
+{{- $flags = append $flags $flag }}
+{{- end }}
+{{- join "," $flags }}
+{{- end }}
