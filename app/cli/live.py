@@ -5,6 +5,9 @@ returns.  `Workloads` is written for a service: it reads a kind it cannot discov
 served", an object it may not read as "not found", and leaves out kinds it may not list with a
 warning.  A person at a terminal should rather hear that the cluster could not be reached or
 refused, so the CLI watches the API calls (`_Kube`) and turns those into exit 1.
+
+`get --context A --context B` / `--all-contexts` reads several contexts at once, each bounded
+by --context-timeout; one that fails is an error line naming it, not the end of the others.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from ..cluster.kube import (
 from ..cluster.sources import karta_definitions
 from ..cluster.workloads import LookupFailed, Workloads
 from ..engine.interpret import InterpretationError
+from ..fleet.specs import ClusterSpec, contexts, kubeconfig_paths, redact
 from ..karta.registry import Registry
 from . import render
 from .common import (
@@ -123,21 +127,32 @@ def default_namespace(kubeconfig: str | None, context: str | None) -> str:
     return kubeconfig_namespace(kubeconfig, context) or pod_namespace() or "default"
 
 
-@contextlib.asynccontextmanager
-async def _session(args: argparse.Namespace) -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
-    """A connection and a `Workloads` over built-in + --definition definitions.  Built-in ones
-    run in-process; the others in a worker stopped at --eval-deadline (as `wlmap interpret`).
-    The third item records the last object interpreted (describe shows its age)."""
-    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
-
-    registry = build_registry(args.definition)
+def _check_kubeconfig(args: argparse.Namespace) -> None:
     if args.kubeconfig and not Path(args.kubeconfig).is_file():
         raise CliError(f"--kubeconfig {args.kubeconfig}: no such file", EXIT_FAIL)
+
+
+@contextlib.asynccontextmanager
+async def _session(args: argparse.Namespace, context: str | None, registry: Registry | None = None,
+                   label: str = "") -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
+    """A connection to `context` (None: the current one) and a `Workloads` over built-in +
+    --definition definitions (`registry`, when already built for several contexts).  Built-in
+    ones run in-process; the others in a worker stopped at --eval-deadline (as `wlmap
+    interpret`).  The third item records the last object interpreted (describe shows its age).
+    `label` prefixes the warnings printed here ("context b: ") when several contexts are read."""
+    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+
+    registry = build_registry(args.definition) if registry is None else registry
+    _check_kubeconfig(args)
     try:
-        kube = await _Kube.connect(args.kubeconfig, args.context)
+        kube = await _Kube.connect(args.kubeconfig, context)
     except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
         raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
-    registry = await kube.cluster_definitions(registry)
+    try:
+        registry = await kube.cluster_definitions(registry)
+    except BaseException:  # cancelled (a context cut at --context-timeout): still close the connection
+        await kube.close()
+        raise
     isolate = any(d.source != "builtin" for d in registry.all())
     ev = Evaluator("untrusted" if isolate else "none", 1, args.eval_deadline)
     seen: dict[str, Any] = {}
@@ -151,7 +166,7 @@ async def _session(args: argparse.Namespace) -> AsyncIterator[tuple[_Kube, Workl
         yield kube, Workloads(kube, lambda: registry, interpret), seen
     except CliError as e:
         if e.code == EXIT_NO_DEFINITION:
-            _warn(kube.notes)  # why a kind may be uncovered (cluster definitions not readable)
+            _warn([label + n for n in kube.notes])  # why a kind may be uncovered (cluster definitions not readable)
         raise
     except KubeError as e:
         kube.check()
@@ -252,6 +267,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
     kind, name = split_target(args.target, args.name)
     ns = args.namespace or default_namespace(args.kubeconfig, args.context)
     result, obj, warnings = asyncio.run(_describe(args, kind, name, ns))
+    if args.context:  # a named context is the cluster the workload was read from (as the service says it)
+        result = {"cluster": args.context, **result}
     if args.output == "tree":
         print("\n".join(describe_lines(result, (obj.get("metadata") or {}).get("creationTimestamp"))))
         warnings = (result.get("warnings") or []) + warnings
@@ -263,7 +280,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 async def _describe(args: argparse.Namespace, kind: str, name: str,
                     ns: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    async with _session(args) as (kube, workloads, seen):
+    async with _session(args, args.context) as (kube, workloads, seen):
         kinds: list[Any] = []
         try:
             kinds = await workloads.known(kind)
@@ -358,8 +375,8 @@ def _live_tree(result: dict[str, Any]) -> list[Row]:
 def describe_lines(result: dict[str, Any], created: str | None = None) -> list[str]:
     """Header, the live tree, phase, resources table."""
     w, d, st = result["workload"], result["definition"], result.get("status")
-    head = [f"{w['kind']}/{w['name']}", f"namespace: {w.get('namespace') or '<none>'}",
-            f"definition: {d['name']} ({d['source']})"]
+    head = [f"{w['kind']}/{w['name']}", *([f"cluster: {result['cluster']}"] if result.get("cluster") else []),
+            f"namespace: {w.get('namespace') or '<none>'}", f"definition: {d['name']} ({d['source']})"]
     if created:
         head.append(f"age: {age(created)}")
     out = ["   ".join(head)]
@@ -414,26 +431,111 @@ def cmd_get(args: argparse.Namespace) -> int:
     if args.kind and "/" in args.kind:
         raise CliError(f'get lists workloads: give a TYPE, not "{args.kind}" (see one with `wlmap describe '
                        f'{args.kind}`)')
-    ns = None if args.all_namespaces else (args.namespace or default_namespace(args.kubeconfig, args.context))
-    result, warnings = asyncio.run(_get(args, ns))
-    warnings = list(result["warnings"]) + warnings
+    names = _named_contexts(args)
+    if names is None:  # the current context only: exactly as before contexts could be named
+        ns = None if args.all_namespaces else (args.namespace or default_namespace(args.kubeconfig, None))
+        result, warnings = asyncio.run(_get(args, ns))
+        warnings = list(result["warnings"]) + warnings
+        failures: list[tuple[str, CliError]] = []
+        where = "any namespace" if ns is None else "namespace " + ns
+    else:
+        result, warnings, failures, spaces = asyncio.run(_get_contexts(args, names))
+        where = "any namespace" if args.all_namespaces else "namespace " + ", ".join(sorted(set(spaces)))
+        answered = [n for n in names if n not in dict(failures)]
+        where += f" in context{'s' if len(answered) > 1 else ''} {', '.join(answered)}"
     if args.output != "table":
         _output(result, args.output)
     elif not result["items"]:
-        print(f"No workloads found in {'any namespace' if ns is None else 'namespace ' + ns}.", file=sys.stderr)
+        if len(failures) < len(names or [None]):  # not when no context answered: the errors say why
+            print(f"No workloads found in {where}.", file=sys.stderr)
     else:
-        print("\n".join(get_lines(result["items"])))
-        warnings += [f"could not interpret {i['workload']['kind']}/{i['workload']['name']}: {i['error']}"
+        print("\n".join(get_lines(result["items"], cluster=names is not None)))
+        def at(i: dict[str, Any]) -> str:  # which context a row came from, when several were read
+            return f"context {i['cluster']}: " if "cluster" in i else ""
+
+        warnings += [f"{at(i)}could not interpret {i['workload']['kind']}/{i['workload']['name']}: {i['error']}"
                      for i in result["items"] if i.get("error")]
-        warnings += [f"{i['workload']['kind']}/{i['workload']['name']} is incomplete (*): "
+        warnings += [f"{at(i)}{i['workload']['kind']}/{i['workload']['name']} is incomplete (*): "
                      + "; ".join(e["message"] for e in i.get("errors") or [])
                      for i in result["items"] if i.get("complete") is False]
     _warn(warnings)
-    return EXIT_OK
+    for name, e in failures:  # after the rows and warnings, so they are the last thing a person reads
+        print(f"error: context {name}: {_redact(str(e), args.kubeconfig)}", file=sys.stderr)
+    if not failures:
+        return EXIT_OK
+    codes = {e.code for _, e in failures}
+    # Every context failed the same way: that failure's code (4 for a TYPE nothing covers, say).
+    # Otherwise the rows shown are partial: exit 1, as a partial result is everywhere in the CLI.
+    return codes.pop() if len(failures) == len(names or []) and len(codes) == 1 else EXIT_FAIL
 
 
-async def _get(args: argparse.Namespace, ns: str | None) -> tuple[dict[str, Any], list[str]]:
-    async with _session(args) as (kube, workloads, _):
+def _named_contexts(args: argparse.Namespace) -> list[str] | None:
+    """The contexts --context/--all-contexts name (kubeconfig order, no repeats), or None."""
+    if not args.all_contexts and not args.context:
+        return None
+    _check_kubeconfig(args)
+    known, _ = contexts(args.kubeconfig)
+    if args.all_contexts:
+        if not known:
+            raise CliError(f"no contexts in the kubeconfig ({', '.join(kubeconfig_paths(args.kubeconfig))})",
+                           EXIT_FAIL)
+        return known
+    missing = [n for n in args.context if n not in known]
+    if missing:
+        raise CliError(f'no context "{missing[0]}" in the kubeconfig '
+                       f"({', '.join(kubeconfig_paths(args.kubeconfig))})", EXIT_FAIL)
+    return list(dict.fromkeys(args.context))
+
+
+async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dict[str, Any], list[str],
+                                                                               list[tuple[str, CliError]], list[str]]:
+    """Every named context read at the same time, each within --context-timeout, merged into the
+    shape of the service's multi-cluster GET /workloads: rows gain `cluster`, warnings name it,
+    `clusters` says which answered.  Returns that, the warnings for stderr ("context b: …"), the
+    contexts that failed, and the namespace read in each.  A context that fails is returned,
+    never raised: it must not cost the others' rows."""
+    registry = build_registry(args.definition)  # once: its warnings are printed once
+
+    def namespace(ctx: str) -> str | None:
+        return None if args.all_namespaces else (args.namespace or default_namespace(args.kubeconfig, ctx))
+
+    async def one(ctx: str) -> tuple[dict[str, Any], list[str]] | CliError:
+        try:
+            return await asyncio.wait_for(_get(args, namespace(ctx), ctx, registry, f"context {ctx}: "),
+                                          args.context_timeout)
+        except CliError as e:
+            return e
+        except TimeoutError:
+            return CliError(f"the API server did not answer within {args.context_timeout:g} s", EXIT_FAIL)
+
+    parts = await asyncio.gather(*(one(n) for n in names))
+    rows: list[dict[str, Any]] = []
+    out_warnings: list[str] = []  # the JSON's, in the service's words ("cluster b: …")
+    printed: list[str] = []  # stderr's ("context b: …"; a failure is an error line of its own)
+    failures: list[tuple[str, CliError]] = []
+    clusters: list[dict[str, Any]] = []
+    for ctx, part in zip(names, parts):
+        if isinstance(part, CliError):
+            failures.append((ctx, part))
+            out_warnings.append(f"cluster {ctx}: {_redact(str(part), args.kubeconfig)}; its workloads are left out")
+            clusters.append({"name": ctx, "available": False, "synced": False, "freshness": None})
+            continue
+        result, warnings = part
+        rows += [{"cluster": ctx, **r} for r in result["items"]]
+        out_warnings += [f"cluster {ctx}: {w}" for w in result["warnings"]]
+        printed += [f"context {ctx}: {w}" for w in result["warnings"] + warnings]
+        clusters.append({"name": ctx, "available": True, "synced": True, "freshness": result["freshness"]})
+    rows.sort(key=lambda r: r["cluster"])  # stable: by cluster, then each cluster's own order
+    fresh = [c["freshness"] for c in clusters if c["freshness"]]
+    freshness = {"source": "direct", "resourceVersion": None, "observedAt": min(f["observedAt"] for f in fresh),
+                 "watching": False} if fresh else None
+    merged = {"items": rows, "warnings": sorted(set(out_warnings)), "freshness": freshness, "clusters": clusters}
+    return merged, printed, failures, [namespace(n) or "" for n in names]
+
+
+async def _get(args: argparse.Namespace, ns: str | None, context: str | None = None, registry: Registry | None = None,
+               label: str = "") -> tuple[dict[str, Any], list[str]]:
+    async with _session(args, context, registry, label) as (kube, workloads, _):
         try:
             if args.kind:
                 kinds = await workloads.known(args.kind)
@@ -453,12 +555,20 @@ async def _get(args: argparse.Namespace, ns: str | None) -> tuple[dict[str, Any]
         return result, kube.warnings()
 
 
-def get_lines(items: list[dict[str, Any]]) -> list[str]:
+def _redact(message: str, kubeconfig: str | None) -> str:
+    """A message without any credential of the kubeconfig (client errors may quote parts of it)."""
+    for path in kubeconfig_paths(kubeconfig):
+        message = redact(message, ClusterSpec("kubeconfig", "context", kubeconfig=path))
+    return message
+
+
+def get_lines(items: list[dict[str, Any]], cluster: bool = False) -> list[str]:
+    """The table; `cluster`: a CLUSTER column first (rows read from several contexts)."""
     # Qualify a Kind by its group only when two groups share it (as kli does).
     groups: dict[str, set[str]] = {}
     for i in items:
         groups.setdefault(i["workload"]["kind"], set()).add(i["workload"]["apiVersion"].rpartition("/")[0])
-    rows = [["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]]
+    rows = [["CLUSTER"] * cluster + ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]]
     for i in items:
         w, pods = i["workload"], i["pods"]
         group = w["apiVersion"].rpartition("/")[0]
@@ -466,6 +576,6 @@ def get_lines(items: list[dict[str, Any]]) -> list[str]:
         ready = "/".join("?" if n is None else str(n) for n in (pods["ready"], pods["desired"]))
         phase = (i["phase"] or ("<unknown>" if i.get("complete") is False else "<error>")) \
             + ("*" if i.get("complete") is False else "")  # *: a part could not be read (see the warnings)
-        rows.append([w["name"], w.get("namespace") or "<none>", kind, phase, ready,
+        rows.append([i.get("cluster", "")] * cluster + [w["name"], w.get("namespace") or "<none>", kind, phase, ready,
                      "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))])
     return render._table(rows)

@@ -300,7 +300,6 @@ def parser() -> argparse.ArgumentParser:
     live = argparse.ArgumentParser(add_help=False, parents=[common])
     live.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
                                                            "or the pod's service account)")
-    live.add_argument("--context", metavar="CTX", help="kubeconfig context (default: its current context)")
     live.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
                       help="time limit of one evaluation with a definition that is not built in (default 10)")
     ns_help = "namespace (default: the kubeconfig context's, else default)"
@@ -311,18 +310,32 @@ def parser() -> argparse.ArgumentParser:
                     help="TYPE: a Kind or plural, optionally qualified by group (jobset, jobsets.jobset.x-k8s.io)")
     de.add_argument("name", nargs="?", metavar="NAME", help="the workload's name, unless given as TYPE/NAME")
     de.add_argument("-n", "--namespace", help=ns_help)
+    de.add_argument("--context", metavar="CTX", help="kubeconfig context (default: its current context); the "
+                                                     "output then names it as the cluster")
     de.add_argument("-o", "--output", choices=["tree", "json", "yaml"], default="tree",
                     help="json/yaml: what GET /workloads/{namespace}/{name} returns")
     de.set_defaults(func=cmd_describe)
     ge = sub.add_parser("get", parents=[live], help="list live workloads of every known type (or of one TYPE)",
                         description="Exit codes: 0 ok (also when none is found), 1 cluster or authorization "
-                                    "error, 2 usage, 4 no definition covers TYPE.")
+                                    "error, 2 usage, 4 no definition covers TYPE. With several contexts, one "
+                                    "that fails is named on stderr and the others are still listed; the exit "
+                                    "code is then 1 (or the failure's own code when every context failed "
+                                    "alike).")
     ge.add_argument("kind", nargs="?", metavar="TYPE", help="only this type (Kind or plural, optionally .group)")
     where = ge.add_mutually_exclusive_group()
     where.add_argument("-n", "--namespace", help=ns_help)
     where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
     ge.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table",
                     help="json/yaml: what GET /workloads returns")
+    which = ge.add_mutually_exclusive_group()
+    which.add_argument("--context", action="append", metavar="CTX",
+                       help="kubeconfig context to read (repeatable; default: the current context). Naming "
+                            "contexts adds a CLUSTER column (a `cluster` field in json/yaml)")
+    which.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig, "
+                                                                   "concurrently")
+    ge.add_argument("--context-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="with --context/--all-contexts: the time one context may take before it is reported "
+                         "as not answering and left out (default 10)")
     ge.set_defaults(func=cmd_get)
 
     s = sub.add_parser("serve", parents=[common], help="serve the HTTP API (built-in catalog, no cluster by default)")
