@@ -44,9 +44,17 @@ class _Assets(StaticFiles):
         return resp
 
 
+def _fleet_mode(request: Request) -> bool:
+    """The service reads several clusters (or may, by Secret): the pages offer the fleet."""
+    service = getattr(request.app.state, "service", None)
+    return bool(getattr(service, "fleet_mode", False))
+
+
 async def _shell(request: Request) -> Response:
     base = html.escape(str(request.scope.get("root_path") or "").rstrip("/"), quote=True)
-    body = SHELL.replace("{{BASE}}", base).replace("{{VERSION}}", html.escape(__version__))
+    fleet = _fleet_mode(request)
+    body = (SHELL.replace("{{BASE}}", base).replace("{{VERSION}}", html.escape(__version__))
+            .replace("{{FLEET}}", "true" if fleet else "false").replace("{{FLEET_HIDDEN}}", "" if fleet else " hidden"))
     return Response(body, media_type="text/html; charset=utf-8",
                     headers={"Cache-Control": "no-cache", **SECURITY_HEADERS})
 
@@ -60,7 +68,8 @@ def mount_ui(app: FastAPI) -> None:
         return RedirectResponse(base + "/ui/" + (f"?{request.url.query}" if request.url.query else ""),
                                 status_code=307)
 
-    for path in ("/ui/", "/ui/interpret", "/ui/workloads/{namespace}/{name}", "/ui/definitions/{name}"):
+    for path in ("/ui/", "/ui/interpret", "/ui/workloads/{namespace}/{name}", "/ui/definitions/{name}", "/ui/fleet",
+                 "/ui/clusters/{cluster}/workloads/{namespace}/{name}"):
         app.add_api_route(path, _shell, methods=["GET"], include_in_schema=False, response_class=Response)
 
     app.mount("/ui/static", _Assets(directory=STATIC), name="ui-static")

@@ -7,10 +7,14 @@ import { renderList } from "./views/list.js";
 import { renderWorkload } from "./views/workload.js";
 import { renderInterpret } from "./views/interpret.js";
 import { renderDefinition } from "./views/definition.js";
+import { renderFleet } from "./views/fleet.js";
 
 const routes = [
   [/^\/ui\/?$/, "workloads", () => renderList],
   [/^\/ui\/workloads\/([^/]+)\/([^/]+)\/?$/, "workloads", (m) => (view) => renderWorkload(view, dec(m[1]), dec(m[2]))],
+  [/^\/ui\/clusters\/([^/]+)\/workloads\/([^/]+)\/([^/]+)\/?$/, "workloads",
+    (m) => (view) => renderWorkload(view, dec(m[2]), dec(m[3]), dec(m[1]))],
+  [/^\/ui\/fleet\/?$/, "fleet", () => renderFleet],
   [/^\/ui\/interpret\/?$/, "interpret", () => renderInterpret],
   [/^\/ui\/definitions\/([^/]+)\/?$/, "definitions", (m) => (view) => renderDefinition(view, dec(m[1]))],
 ];

@@ -1,7 +1,27 @@
 // Small DOM helpers.  Every piece of API data goes in through textContent (never innerHTML).
 
 export const BASE = document.documentElement.dataset.base || "";
+/** The service reads several clusters: rows and workloads name theirs. */
+export const FLEET = document.documentElement.dataset.fleet === "true";
 const SVG_NS = "http://www.w3.org/2000/svg";
+
+/** Keyed redraws: put `el` right after `prev` in `parent` (moving it only when out of place);
+ * returns it, the next one's `prev`. */
+export function place(parent, prev, el) {
+  const at = prev ? prev.nextSibling : parent.firstChild;
+  if (at !== el) parent.insertBefore(el, at);
+  return el;
+}
+
+/** Drop the shown entries whose key is not kept (`elOf` gives an entry's element). */
+export function prune(shown, keep, elOf) {
+  for (const [key, s] of shown) {
+    if (!keep(key)) {
+      elOf(s).remove();
+      shown.delete(key);
+    }
+  }
+}
 
 function fill(el, attrs, children) {
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -56,11 +76,21 @@ export function ui(path) {
   return BASE + "/ui" + path;
 }
 
-export function workloadHref(ref) {
+/** The page of a workload; with `cluster` (a fleet), the page of that cluster's workload. */
+export function workloadHref(ref, cluster) {
   const q = new URLSearchParams();
   if (ref.kind) q.set("kind", ref.kind);
   if (ref.apiVersion) q.set("apiVersion", ref.apiVersion);
-  return ui(`/workloads/${encodeURIComponent(ref.namespace || "")}/${encodeURIComponent(ref.name)}?${q}`);
+  const at = cluster ? `/clusters/${encodeURIComponent(cluster)}` : "";
+  return ui(`${at}/workloads/${encodeURIComponent(ref.namespace || "")}/${encodeURIComponent(ref.name)}?${q}`);
+}
+
+/** The workloads list, filtered to a cluster and/or a namespace. */
+export function listHref({ cluster, namespace } = {}) {
+  const q = new URLSearchParams();
+  if (cluster) q.set("cluster", cluster);
+  if (namespace) q.set("namespace", namespace);
+  return ui("/" + (q.toString() ? "?" + q : ""));
 }
 
 export function definitionHref(name) {

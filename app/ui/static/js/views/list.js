@@ -1,10 +1,14 @@
 // /ui/ — one row per workload of every known kind, in a namespace or in all of them.  After the
 // first answer the page follows the list's stream: rows are updated, inserted and removed in
 // place (sort, filters and figures kept); without streams, Refresh and Auto-refresh remain.
+// A service that reads several clusters (its rows carry `cluster`): a Cluster column, a selector
+// of one cluster or all (`?cluster=` of the page, of the read and of the stream), and the rows of
+// a cluster that does not answer dimmed, as the stream of the clusters says.
 
 import { api, ApiError, failure } from "../api.js";
 import {
-  PHASES, age, clear, definitionHref, groupOf, h, phaseChip, put, readyBar, setTitle, ui, workloadHref,
+  FLEET, PHASES, age, clear, definitionHref, groupOf, h, phaseChip, place, prune, put, readyBar, setTitle, ui,
+  workloadHref,
 } from "../dom.js";
 import { liveIndicator } from "../live.js";
 import { openStream } from "../stream.js";
@@ -20,6 +24,7 @@ const COLUMNS = [
   ["age", "Age", true, (r) => (r.createdAt ? -Date.parse(r.createdAt) : -Infinity)],
   ["definition", "Definition", false, (r) => r.definition || ""],
 ];
+const CLUSTER_COLUMN = ["cluster", "Cluster", false, (r) => r.cluster || ""];
 const NS_KEY = "wlmap.namespaces";
 const REFRESH_MS = 15000;
 
@@ -29,10 +34,10 @@ function phaseRank(r) {
   return i < 0 ? PHASES.length : i;
 }
 
-/** What identifies a row in the stream: group, kind, namespace, name. */
+/** What identifies a row in the stream: (cluster,) group, kind, namespace, name. */
 function keyOf(r) {
   const w = r.workload || {};
-  return [groupOf(w.apiVersion), w.kind, w.namespace || "", w.name].join("\u0000");
+  return [r.cluster || "", groupOf(w.apiVersion), w.kind, w.namespace || "", w.name].join("\u0000");
 }
 
 function cmp(a, b) {
@@ -50,6 +55,8 @@ function cmp(a, b) {
 export function renderList(view) {
   const params = new URLSearchParams(location.search);
   const state = {
+    cluster: params.get("cluster") || "",
+    fleet: FLEET || !!params.get("cluster"), // rows carry their cluster
     namespace: params.get("namespace") || "",
     kind: params.get("kind") || "",
     phase: params.get("phase") || "",
@@ -63,6 +70,7 @@ export function renderList(view) {
   let timer = null;
   const ages = setInterval(() => later(), 60000); // rows kept on screen: their age moves on
   let stream = null;
+  let clusterStream = null; // fleet: which clusters answer (their rows are dimmed when not)
   let streamsOff = false;
   let loads = 0; // the answer of the latest load only is shown
   let frame = 0; // a render is pending (coalesces a burst of events)
@@ -70,8 +78,14 @@ export function renderList(view) {
   const changed = new Set(); // keys of rows a stream event changed since the last render
   const texts = new WeakMap(); // row -> its JSON (to tell a change from a repeat)
   const live = liveIndicator();
+  const clusters = new Map(); // fleet: name -> {available, lastError} as last heard
+  let clustersLive = false; // … from the stream of the clusters (else from the list's answer)
+  const cols = () => (state.fleet ? [CLUSTER_COLUMN, ...COLUMNS] : COLUMNS);
 
   // -- controls ------------------------------------------------------------------------
+  const clusterSelect = h("select", { id: "cluster" });
+  const clusterField = h("label", { class: ["field", !state.fleet && "hidden"], id: "cluster-field" }, "Cluster",
+    clusterSelect);
   const nsInput = h("input", { type: "text", id: "namespace", list: "namespaces", value: state.namespace,
     placeholder: "all namespaces", spellcheck: "false", autocomplete: "off" });
   const nsList = h("datalist", { id: "namespaces" });
@@ -97,11 +111,13 @@ export function renderList(view) {
   view.append(
     h("div", { class: "page-head" },
       h("div", { class: "title" }, h("h1", {}, "Workloads"),
-        h("div", { class: "sub" }, "Every workload of a kind that has a definition, read live from the cluster.", live.el))),
+        h("div", { class: "sub" }, "Every workload of a kind that has a definition, read live from the " +
+          (state.fleet ? "clusters." : "cluster."), live.el))),
     notices,
     stats,
     h("div", { class: "card" },
       h("div", { class: "toolbar" },
+        clusterField,
         h("label", { class: "field" }, "Namespace", nsInput, nsList),
         h("label", { class: "field" }, "Kind", kindSelect),
         h("label", { class: "field" }, "Phase", phaseSelect),
@@ -113,6 +129,7 @@ export function renderList(view) {
   // -- state <-> URL ---------------------------------------------------------------------
   function syncUrl() {
     const q = new URLSearchParams();
+    if (state.cluster) q.set("cluster", state.cluster);
     if (state.namespace) q.set("namespace", state.namespace);
     if (state.kind) q.set("kind", state.kind);
     if (state.phase) q.set("phase", state.phase);
@@ -145,7 +162,7 @@ export function renderList(view) {
       if (state.phase && (r.error ? "Error" : r.phase) !== state.phase) return false;
       if (!words.length) return true;
       const hay = [r.workload.name, r.workload.namespace, r.workload.kind, r.workload.apiVersion, r.phase,
-        r.definition, ...(r.matched || [])].join(" ").toLowerCase();
+        r.definition, r.cluster, ...(r.matched || [])].join(" ").toLowerCase();
       return words.every((w) => hay.includes(w));
     });
   }
@@ -157,8 +174,25 @@ export function renderList(view) {
     kindSelect.value = state.kind;
   }
 
+  function renderClusters() {
+    const names = [...clusters.keys()].sort();
+    if (state.cluster && !names.includes(state.cluster)) names.push(state.cluster);
+    const have = [...clusterSelect.options].map((o) => o.value);
+    if (have.length === names.length + 1 && names.every((n, i) => have[i + 1] === n)) return; // as it is
+    put(clusterSelect, h("option", { value: "" }, "All clusters"), ...names.map((n) => h("option", { value: n }, n)));
+    clusterSelect.value = state.cluster;
+  }
+
+  /** The row's cluster does not answer (the row is its last state seen): its error, or "". */
+  function unavailable(r) {
+    const c = r.cluster ? clusters.get(r.cluster) : null;
+    if (c && c.available === false) return c.lastError || "the cluster does not answer";
+    if (r.unavailable && !(c && c.available)) return "the cluster does not answer";
+    return "";
+  }
+
   function renderHead() {
-    put(thead, h("tr", {}, COLUMNS.map(([key, label, numeric]) => {
+    put(thead, h("tr", {}, cols().map(([key, label, numeric]) => {
       const active = state.sort === key;
       const th = h("th", { class: ["sortable", numeric && "num", `col-${key}`], dataset: { sort: key }, tabindex: 0,
         "aria-sort": active ? (state.desc ? "descending" : "ascending") : "none", title: `Sort by ${label.toLowerCase()}` },
@@ -184,12 +218,17 @@ export function renderList(view) {
     })));
   }
 
-  function row(r) {
+  function row(r, off) {
     const w = r.workload;
     const ready = r.pods?.ready;
     const desired = r.pods?.desired;
-    return h("tr", { class: "workload-row", dataset: { name: w.name, namespace: w.namespace || "", kind: w.kind } },
-      h("td", { class: "name" }, h("a", { href: workloadHref(w), class: "workload-link" }, w.name),
+    const dataset = { name: w.name, namespace: w.namespace || "", kind: w.kind };
+    if (r.cluster) dataset.cluster = r.cluster;
+    return h("tr", { class: ["workload-row", off && "unavailable"], dataset },
+      state.fleet ? h("td", { class: "cluster" }, r.cluster || "—",
+        off ? h("span", { class: "tag warn unavailable-badge", title: `Last state seen: ${off}` }, "unavailable") : null)
+        : null,
+      h("td", { class: "name" }, h("a", { href: workloadHref(w, r.cluster), class: "workload-link" }, w.name),
         r.error ? h("span", { class: "err" }, r.error) : null,
         r.complete === false ? h("span", { class: "err incomplete", title: (r.errors || []).map((e) => e.message).join("\n") },
           `incomplete: ${(r.errors || []).map((e) => e.component || e.part).filter((x, i, a) => a.indexOf(x) === i).join(", ")} could not be read`) : null),
@@ -225,12 +264,12 @@ export function renderList(view) {
     cancelAnimationFrame(frame);
     frame = 0;
     if (head) renderHead();
-    const col = COLUMNS.find((c) => c[0] === state.sort) || COLUMNS[1];
+    const col = cols().find((c) => c[0] === state.sort) || COLUMNS[1];
     const rows = visible();
     const key = col[3];
     rows.sort((a, b) => {
       const c = cmp(key(a), key(b)) || cmp(a.workload.namespace || "", b.workload.namespace || "") ||
-        cmp(a.workload.name, b.workload.name);
+        cmp(a.workload.name, b.workload.name) || cmp(a.cluster || "", b.cluster || "");
       return state.desc ? -c : c;
     });
     renderStats(rows);
@@ -238,9 +277,11 @@ export function renderList(view) {
     changed.clear();
     if (!rows.length) {
       shown.clear();
-      put(tbody, h("tr", {}, h("td", { colspan: COLUMNS.length, class: "empty" }, state.items.length
+      const where = [state.namespace && `namespace “${state.namespace}”`, state.cluster && `cluster “${state.cluster}”`]
+        .filter(Boolean).join(" of ");
+      put(tbody, h("tr", {}, h("td", { colspan: cols().length, class: "empty" }, state.items.length
         ? "No workload matches the filter."
-        : state.namespace ? `No workloads in namespace “${state.namespace}”.` : "No workloads found.")));
+        : where ? `No workloads in ${where}.` : "No workloads found.")));
       return;
     }
     for (const tr of [...tbody.children]) if (!tr.classList.contains("workload-row")) tr.remove(); // "Loading…", "No …"
@@ -252,27 +293,21 @@ export function renderList(view) {
       const key = keyOf(r);
       want.add(key);
       let s = shown.get(key);
-      if (!s || s.row !== r) {
-        const tr = row(r);
+      const off = unavailable(r);
+      if (!s || s.row !== r || s.off !== off) {
+        const tr = row(r, off);
         if (flash.has(key)) tr.classList.add("changed");
         if (s) s.tr.replaceWith(tr);
-        s = { row: r, tr };
+        s = { row: r, tr, off };
         shown.set(key, s);
       } else {
         const cell = s.tr.querySelector("td.age");
         const now = age(r.createdAt);
         if (cell && cell.textContent !== now) cell.textContent = now; // a kept row grows older
       }
-      const at = prev ? prev.nextSibling : tbody.firstChild;
-      if (at !== s.tr) tbody.insertBefore(s.tr, at);
-      prev = s.tr;
+      prev = place(tbody, prev, s.tr);
     }
-    for (const [key, s] of shown) {
-      if (!want.has(key)) {
-        s.tr.remove();
-        shown.delete(key);
-      }
-    }
+    prune(shown, (key) => want.has(key), (s) => s.tr);
   }
 
   function later() {
@@ -339,6 +374,7 @@ export function renderList(view) {
 
   function streamPath() {
     const q = new URLSearchParams();
+    if (state.cluster) q.set("cluster", state.cluster);
     if (state.namespace) q.set("namespace", state.namespace);
     if (state.kind) q.set("kind", state.kind);
     return "/workloads" + (q.toString() ? "?" + q : "");
@@ -369,8 +405,41 @@ export function renderList(view) {
     stream = null;
   }
 
+  /** Fleet: the stream of the clusters, for the selector and for the rows of a cluster that is down. */
+  function followClusters() {
+    if (clusterStream || !state.fleet || !root.isConnected) return;
+    const heard = (c) => {
+      const before = clusters.get(c.name);
+      clusters.set(c.name, { available: c.available, lastError: c.lastError });
+      // the cluster chosen is back: read its rows again (its read failed while it was down)
+      if (c.available && before && !before.available && c.name === state.cluster && !state.loaded) load();
+    };
+    clusterStream = openStream("/clusters", {
+      onSnapshot: (items) => {
+        clustersLive = true;
+        clusters.clear();
+        for (const c of items) heard(c);
+        renderClusters();
+        later();
+      },
+      onEvent: (ev) => {
+        const c = ev.object;
+        if (!c || !c.name) return;
+        if (ev.type === "DELETED") clusters.delete(c.name);
+        else heard(c);
+        renderClusters();
+        later();
+      },
+      onStatus: () => {
+        if (!root.isConnected) dispose();
+      }, // (this one is not what the live indicator tells; without the right to /clusters it pauses)
+    });
+  }
+
   function dispose() {
     stopFollowing();
+    if (clusterStream) clusterStream.close();
+    clusterStream = null;
     clearInterval(timer);
     clearInterval(ages);
     cancelAnimationFrame(frame);
@@ -380,15 +449,26 @@ export function renderList(view) {
   async function load() {
     const mine = ++loads;
     const q = new URLSearchParams();
+    if (state.cluster) q.set("cluster", state.cluster);
     if (state.namespace) q.set("namespace", state.namespace);
     refresh.disabled = true;
-    if (!state.loaded) put(tbody, h("tr", {}, h("td", { colspan: COLUMNS.length, class: "loading" }, "Loading…")));
+    if (!state.loaded) put(tbody, h("tr", {}, h("td", { colspan: cols().length, class: "loading" }, "Loading…")));
     try {
       const data = await api("/workloads" + (q.toString() ? "?" + q : ""));
       if (mine !== loads) return;
       state.items = data.items || [];
       state.warnings = data.warnings || [];
       state.loaded = true;
+      const fleet = state.fleet || Array.isArray(data.clusters) || state.items.some((r) => r.cluster);
+      if (fleet !== state.fleet) {
+        state.fleet = fleet;
+        clusterField.classList.toggle("hidden", !fleet);
+      }
+      for (const c of data.clusters || []) {
+        if (!clustersLive || !clusters.has(c.name)) clusters.set(c.name, { available: c.available, lastError: null });
+      }
+      renderClusters();
+      followClusters();
       changed.clear(); // a reload is not a change to point at
       clear(notices);
       if (state.warnings.length) {
@@ -415,11 +495,20 @@ export function renderList(view) {
     }
   }
 
+  const title = () => setTitle(state.namespace || "All namespaces", state.cluster && `cluster ${state.cluster}`,
+    "Workloads");
   nsInput.addEventListener("change", () => {
     state.namespace = nsInput.value.trim();
     stopFollowing(); // nothing more of the namespace left; the new one's stream opens after its list
     syncUrl();
-    setTitle(state.namespace || "All namespaces", "Workloads");
+    title();
+    load();
+  });
+  clusterSelect.addEventListener("change", () => {
+    state.cluster = clusterSelect.value;
+    stopFollowing(); // as for a namespace: the cluster's stream opens after its list
+    syncUrl();
+    title();
     load();
   });
   nsInput.addEventListener("keydown", (e) => {
@@ -447,9 +536,11 @@ export function renderList(view) {
     timer = auto.checked ? setInterval(() => { if (!document.hidden) load(); }, REFRESH_MS) : null;
   });
 
-  setTitle(state.namespace || "All namespaces", "Workloads");
+  title();
   rememberNamespaces([]);
   renderKinds();
+  renderClusters();
+  followClusters();
   renderHead();
   load();
   return dispose;

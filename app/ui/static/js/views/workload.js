@@ -1,9 +1,11 @@
 // /ui/workloads/{namespace}/{name} — one live workload: its tree with pods, status, gang, resources.
 // After the first answer the page follows the workload's stream and draws each new state in
-// place, keeping the reader's scroll position.
+// place, keeping the reader's scroll position.  /ui/clusters/{cluster}/workloads/{namespace}/{name}:
+// the workload of that cluster (a service reading several); either way the page names the cluster
+// the answer comes from.
 
 import { api, failure } from "../api.js";
-import { h, keepPlace, phaseChip, put, setTitle, ui } from "../dom.js";
+import { h, keepPlace, listHref, phaseChip, put, setTitle, ui } from "../dom.js";
 import { definitionLine, resultSections } from "../details.js";
 import { liveIndicator } from "../live.js";
 import { openStream } from "../stream.js";
@@ -22,12 +24,19 @@ export function downloadButton(result, name) {
   return button;
 }
 
-export function renderWorkload(view, namespace, name) {
+/** The API path of a workload (of `cluster`, when named). */
+function apiPath(cluster, namespace, name) {
+  return (cluster ? `/clusters/${encodeURIComponent(cluster)}` : "") +
+    `/workloads/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+}
+
+export function renderWorkload(view, namespace, name, cluster = "") {
   const params = new URLSearchParams(location.search);
   const q = new URLSearchParams();
   for (const k of ["kind", "apiVersion"]) if (params.get(k)) q.set(k, params.get(k));
-  const path = `/workloads/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}${q.toString() ? "?" + q : ""}`;
-  setTitle(`${namespace}/${name}`);
+  const path = apiPath(cluster, namespace, name) + (q.toString() ? "?" + q : "");
+  let at = cluster; // the cluster of the answer (a fleet's: named by the URL, or by the answer)
+  setTitle(`${namespace}/${name}`, at && `cluster ${at}`);
 
   const live = liveIndicator();
   const phase = h("span", { id: "head-phase" });
@@ -36,11 +45,15 @@ export function renderWorkload(view, namespace, name) {
   const tools = h("div", { class: "head-tools" }, live.el, refresh);
   const gone = h("div", { id: "gone" });
   const body = h("div", { id: "workload-body" }, h("div", { class: "loading" }, "Loading…"));
+  const crumbs = h("div", { class: "crumbs" });
+  const drawCrumbs = () => put(crumbs, h("a", { href: ui("/") }, "Workloads"), " › ",
+    at ? [h("a", { href: listHref({ cluster: at }), id: "crumb-cluster" }, at), " › "] : null,
+    h("a", { href: listHref({ cluster: at, namespace }) }, namespace));
+  drawCrumbs();
   view.append(
     h("div", { class: "page-head" },
       h("div", { class: "title" },
-        h("div", { class: "crumbs" }, h("a", { href: ui("/") }, "Workloads"), " › ",
-          h("a", { href: ui("/?" + new URLSearchParams({ namespace })) }, namespace)),
+        crumbs,
         h("h1", { class: "workload-title" }, h("span", { id: "workload-name" }, name), " ", phase),
         sub),
       tools),
@@ -60,10 +73,16 @@ export function renderWorkload(view, namespace, name) {
     if (text === shown) return;
     shown = text;
     const w = result.workload || {};
-    setTitle(`${w.kind} ${namespace}/${name}`);
+    if (result.cluster && result.cluster !== at) {
+      at = result.cluster;
+      drawCrumbs();
+    }
+    setTitle(`${w.kind} ${namespace}/${name}`, at && `cluster ${at}`);
     put(phase, phaseChip(result.status?.phase, true));
-    put(sub, h("span", {}, h("strong", {}, w.kind), " ", h("span", { class: "faint" }, w.apiVersion)),
-      definitionLine(result.definition));
+    put(sub, at ? h("span", { class: "tag cluster-tag", id: "workload-cluster", title: "The cluster it runs in" },
+      "cluster ", h("strong", {}, at)) : null,
+    h("span", {}, h("strong", {}, w.kind), " ", h("span", { class: "faint" }, w.apiVersion)),
+    definitionLine(result.definition));
     const download = downloadButton(result, name); // the newest answer
     const old = tools.querySelector("#download-json");
     if (old) old.replaceWith(download);
@@ -101,7 +120,7 @@ export function renderWorkload(view, namespace, name) {
     stopFollowing();
     if (!body.isConnected || streamsOff) return;
     const pin = new URLSearchParams({ kind: w.kind, apiVersion: w.apiVersion }); // the one shown, even if a twin appears
-    stream = openStream(`/workloads/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?${pin}`, {
+    stream = openStream(`${apiPath(at, namespace, name)}?${pin}`, { // (of its cluster, even if a twin appears elsewhere)
       onSnapshot: (objects) => {
         if (objects.length) {
           markGone(false);
