@@ -128,7 +128,7 @@ class Informer:
                 # server answers 410 if it cannot, and we list again then).
                 self.reconnects += 1
                 self._set_state("unavailable", str(e))
-                await sleep_or_stop(stop, backoff.next())
+                await self._wait(stop, backoff.next())  # a poke (the server answers again) retries at once
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a bug must not end the loop: list again after a pause

@@ -26,6 +26,7 @@ from ..cluster.kube import Kube, Resource
 from ..cluster.workloads import Interpret
 from ..karta.registry import Registry
 from ..model.events import EventLog
+from ..model.live import row_key
 from .member import Member
 from .specs import SECRET_LABEL, ClusterSpec, SpecError, from_secret
 
@@ -87,8 +88,6 @@ class Fleet:
         if m.model is not None:  # its rows leave every list and stream
             for st in list(m.model.states.values()):
                 if st.row is not None:
-                    from ..model.live import row_key
-
                     self.events.publish("DELETED", row_key(st.row), st.row, ("", ""), name)
         self._publish_cluster(name, None)
         log.info("cluster %s: removed", name)
@@ -228,7 +227,15 @@ class Fleet:
         """A cluster event whenever a /clusters item changes (state, counts, GPUs), at most once a
         second per cluster; the times of the last probe are left out of the comparison."""
         assert self._stop is not None
+        available: dict[str, bool] = {}
         while not self._stop.is_set():
+            for m in list(self.members.values()):
+                was = available.get(m.name)
+                available[m.name] = m.available
+                if was is not None and was != m.available:
+                    # its rows change meaning (as last seen, or current again): streams restate them
+                    for row in m.rows():
+                        self.events.publish("MODIFIED", row_key(row), row, ("", ""), m.name)
             for item in self.items():
                 cmp = {k: v for k, v in item.items() if k != "checkedAt"}
                 before = self._items.get(item["name"])

@@ -127,6 +127,8 @@ class Member:
             self.since = time.time()
             if reachable:
                 log.info("cluster %s: reachable (%s)", self.name, self.version or "?")
+                if self.model is not None and self.checked_at is not None:  # back after an outage
+                    self.model.reconnect_now()
             else:
                 log.warning("cluster %s: unreachable: %s", self.name, error)
         self.reachable, self.last_error = reachable, error

@@ -164,6 +164,14 @@ class LiveModel:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
 
+    def reconnect_now(self) -> None:
+        """The API server answers again: every informer waiting out a backoff retries now (the
+        model watches again within moments of the cluster showing as available)."""
+        for kw in list(self.kinds.values()) + ([self._crd] if self._crd else []):
+            for inf in kw.informers:
+                inf.poke()
+        self._replan.set()
+
     def definitions_changed(self) -> None:
         """The registry changed (a definition added, edited, removed): plan again."""
         self._replan.set()

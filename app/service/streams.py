@@ -351,9 +351,11 @@ async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] 
         if m is None or res is None:  # its cluster is gone: told only where nothing is authorized
             return ev.object if allow_for(None) is allow_all else None
         try:
-            return await _shown(allow_for(m), res, namespace, ev)
+            row = await _shown(allow_for(m), res, namespace, ev)
         except ProblemError:
             return None  # that cluster cannot check the caller's rights now: nothing of it is shown
+        # a cluster that does not answer: its rows as last seen, marked (restated when that changes)
+        return dict(row, unavailable=True) if row is not None and not m.available and ev.type != "DELETED" else row
 
     def snapshot() -> list[Event]:
         return [ev for m in fleet.members.values() if m.model is not None and (wanted is None or m.name in wanted)

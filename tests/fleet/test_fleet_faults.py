@@ -55,6 +55,20 @@ def test_a_cluster_stopped_and_restarted_under_load(fleet: Fleet) -> None:
         wait_synced(s, ["a", "b", "c"])
         worker = threading.Thread(target=load, daemon=True)
         worker.start()
+        streamed: list[dict[str, Any]] = []
+
+        def follow() -> None:  # a list stream open through the outage
+            try:
+                with httpx.stream("GET", s.url + "/workloads", params={"namespace": NS, "watch": "true"},
+                                  timeout=120) as r:
+                    for line in r.iter_lines():
+                        streamed.append(json.loads(line))
+                        if stop_load.is_set():
+                            return
+            except httpx.HTTPError:
+                pass  # the service stopped at the end of the test
+
+        threading.Thread(target=follow, daemon=True).start()
         time.sleep(1.0)
         down_at = time.monotonic()
         c_srv.stop_apiserver()
@@ -72,10 +86,17 @@ def test_a_cluster_stopped_and_restarted_under_load(fleet: Fleet) -> None:
             r = httpx.get(s.url + path, timeout=10)
             assert r.status_code == 503, (path, r.text)
             assert r.json()["type"].endswith("cluster-unavailable")
+        def restated(flag: bool) -> bool:
+            got = {e["object"]["workload"]["name"] for e in streamed if e.get("type") == "MODIFIED"
+                   and e["object"].get("cluster") == "c" and bool(e["object"].get("unavailable")) is flag}
+            return got >= set(fleet.made["c"])
+
+        eventually(lambda: restated(True) or None, timeout=10)  # the stream restates c's rows as unavailable
         time.sleep(3.0)  # load against a and b while c is away
         c_srv.start_apiserver()  # etcd kept its data: the model resumes or relists
         up_at = time.monotonic()
         eventually(lambda: _clusters(s)["c"]["available"] or None, timeout=20)
+        eventually(lambda: restated(False) or None, timeout=10)  # and as current again
         late = _jobset_with_pods(fleet.kubectl["c"], NS, "after-restart")
         fleet.made["c"].append("after-restart")
         with settled(s, ["c"]) as cl:
