@@ -232,8 +232,9 @@ class Fleet:
             for m in list(self.members.values()):
                 was = available.get(m.name)
                 available[m.name] = m.available
-                if was is not None and was != m.available:
-                    # its rows change meaning (as last seen, or current again): streams restate them
+                if was is not None and was != m.available and self.labelled:
+                    # its rows change meaning (as last seen, or current again): fleet streams restate
+                    # them (a one-cluster service marks nothing, so it has nothing to restate)
                     for row in m.rows():
                         self.events.publish("MODIFIED", row_key(row), row, ("", ""), m.name)
             for item in self.items():

@@ -50,7 +50,6 @@ class Member:
         self.invalid: str | None = None  # a newer spec of this cluster that could not be used (kept the old)
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._probe_now = asyncio.Event()
         if kube is not None:
             self._attach(kube)
 
@@ -76,9 +75,6 @@ class Member:
             with contextlib.suppress(Exception):
                 await self.kube.close()
 
-    def probe_soon(self) -> None:
-        self._probe_now.set()
-
     def _attach(self, kube: Kube) -> None:
         self.kube = kube
         self.workloads = Workloads(kube, self.registry, self.interpret)
@@ -103,12 +99,8 @@ class Member:
             self.model.start(self._stop)
         while not self._stop.is_set():
             await self._probe()
-            self._probe_now.clear()
-            waiters = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(self._probe_now.wait())]
-            interval = self.probe_interval if self.reachable else min(self.probe_interval, 2.0)
-            await asyncio.wait(waiters, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
-            for w in waiters:
-                w.cancel()
+            # a cluster that is down is probed at least every 2 s: it shows as back promptly
+            await sleep_or_stop(self._stop, self.probe_interval if self.reachable else min(self.probe_interval, 2.0))
 
     async def _probe(self) -> None:
         assert self.kube is not None

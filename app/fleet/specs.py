@@ -2,9 +2,9 @@
 
 A spec is what it takes to connect (a kubeconfig path or document, and a context) plus a
 digest of exactly that, so a Secret edited with new credentials is seen as a new connection
-and one touched without a change is not.  Specs hold credentials: they are never rendered.
-`describe()` gives what may be shown (name, origin, server URL), and `redact()` scrubs any
-credential value from a message before it reaches a response, a log line or a metric.
+and one touched without a change is not.  Specs hold credentials: they are never rendered;
+only the name, origin, context and server URL are shown, and `redact()` scrubs any credential
+value from a message before it reaches a response, a log line or a metric.
 """
 
 from __future__ import annotations
@@ -41,9 +41,6 @@ class ClusterSpec:
     context: str | None = None
     digest: str = ""  # of the connection (file contents or document, context): changes mean reconnect
     source: str = ""  # where it was declared (a Secret's namespace/name), shown as origin detail
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "origin": self.origin, "context": self.context, "source": self.source or None}
 
     def server(self) -> str | None:
         """The API server URL the spec points at (not a credential), when it can be read."""

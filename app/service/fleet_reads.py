@@ -12,8 +12,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from ..cluster.workloads import Allow, LookupFailed, sort_rows
 from ..fleet.member import Member
 from .problems import ProblemError
@@ -143,12 +141,6 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
                        f'no workload named "{name}" in namespace {namespace} in any cluster{note}')
 
 
-def with_cluster(result: dict[str, Any] | bytes, member: Member) -> Any:
+def with_cluster(result: dict[str, Any], member: Member) -> dict[str, Any]:
     """A direct read's interpretation, naming its cluster first (the model's already does)."""
-    if isinstance(result, bytes):
-        return result
     return {"cluster": member.name, **result}
-
-
-def dumps(v: Any) -> bytes:
-    return v if isinstance(v, bytes) else orjson.dumps(v)

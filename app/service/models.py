@@ -461,6 +461,7 @@ class ModelStatus(_M):
     workloads: int | None = None
     pending: int | None = Field(None, description="changes received and not yet applied")
     interpretations: int | None = None
+    answersReady: int | None = Field(None, description="live answers (with pods) computed ahead of reads and kept")
     resumeToken: str | None = None
     freshness: Freshness | None = None
     definitionsSynced: bool | None = None

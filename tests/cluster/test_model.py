@@ -306,3 +306,24 @@ def test_a_kind_whose_only_definition_is_invalid_says_so(apiserver: ApiServer, k
         s.stop()
         kubectl.delete("v1", "ConfigMap", SERVICE_NS, "broken-batchtask")
         kubectl.delete("acme.example.com/v1", "BatchTask", NS, "nightly")
+
+
+def _evaluations(c: httpx.Client) -> float:
+    return sum(float(ln.rsplit(" ", 1)[1]) for ln in c.get("/metrics").text.splitlines()
+               if ln.startswith("wlmap_interpretations_total{"))
+
+
+def test_live_answers_are_computed_ahead_of_reads(service: Server, kubectl: Kubectl, world: dict) -> None:
+    """After a change the model computes the workload's answer with its pods in the background, so
+    the next read finds it ready and evaluates nothing."""
+    with service.client() as c:
+        ready = _model(service)["answersReady"]
+        made = _jobset_with_pods(kubectl, NS, "ahead")
+        _, took = eventually(lambda: _model(service)["answersReady"] > ready, timeout=5,
+                             what="the new workload's answer computed ahead")
+        before = _evaluations(c)
+        body = c.get(f"/workloads/{NS}/ahead").json()
+        assert body["workload"]["uid"] == made["metadata"]["uid"] and body["live"]["current"] == 5
+        assert _evaluations(c) == before, "the read evaluated the workload again"
+        print(f"answer ready {took:.3f} s after the writes")
+        kubectl.delete("jobset.x-k8s.io/v1alpha2", "JobSet", NS, "ahead")

@@ -11,7 +11,7 @@ import httpx
 from ..cluster.apiserver import TOKENS, ApiServer
 from ..cluster.fixtures import SERVICE_NS
 from ..service.conftest import Server
-from .conftest import NS, Fleet, settled, wait_synced
+from .conftest import NS, Fleet, fleet_args, settled, wait_synced
 
 
 def resource_requests(srv: ApiServer) -> int:
@@ -221,3 +221,25 @@ def test_bad_cluster_flags_fail_at_start(fleet: Fleet, tmp_path: Any) -> None:
         p = subprocess.run([wlmap, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2, p.stderr
         assert words in p.stderr and "Traceback" not in p.stderr
+
+
+def test_direct_reads_over_the_fleet(fleet: Fleet, fleet_service: Server) -> None:
+    """--cache false: every read goes to the clusters themselves, with the model's answers."""
+    s = Server(*fleet_args(fleet, "--auth", "none", "--cache", "false"))
+    try:
+        wait_synced(s, ["a", "b", "c"])
+        with httpx.Client(base_url=s.url, timeout=30) as c, settled(fleet_service, ["a", "b", "c"]) as m:
+            direct = c.get("/workloads", params={"namespace": NS}).json()
+            model = m.get("/workloads", params={"namespace": NS}).json()
+            assert direct["freshness"]["source"] == "direct" and model["freshness"]["source"] == "model"
+            assert rows(direct) == rows(model)
+            one = c.get(f"/clusters/c/workloads/{NS}/train-c").json()
+            same = m.get(f"/clusters/c/workloads/{NS}/train-c").json()
+            assert one.pop("freshness")["source"] == "direct"
+            same.pop("freshness")
+            assert one == same
+            assert c.get(f"/workloads/{NS}/train-b").json()["cluster"] == "b"
+            assert c.get(f"/workloads/{NS}/shared").status_code == 409
+            assert c.get("/workloads", params={"watch": "true"}).status_code == 400  # streams need the model
+    finally:
+        s.stop()
