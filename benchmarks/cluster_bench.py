@@ -261,22 +261,27 @@ class Service:
         if self.conn is not None:
             self.conn.close()
             self.conn = None
-        try:
-            tree = process_tree(self.proc.pid)
-        except OSError:
-            tree = [self.proc.pid]
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for pid in tree[1:]:  # evaluation workers left behind, if any (our own children only)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        stop_tree(self.proc, 10)
         self.log.close()
+
+
+def stop_tree(proc: subprocess.Popen[bytes], wait: float) -> None:
+    """Stop a service process, then the evaluation workers it may leave behind (its own children only)."""
+    try:
+        tree = process_tree(proc.pid)
+    except OSError:
+        tree = [proc.pid]
+    proc.terminate()
+    try:
+        proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    for pid in tree[1:]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 class Stream(threading.Thread):
