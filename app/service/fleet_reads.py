@@ -98,44 +98,48 @@ async def fleet_summaries(members: list[Member], namespace: str | None, kind: st
 async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: str | None,
                         api_version: str | None, allow_for: AllowFor,
                         use_model: Callable[[Member], bool]) -> Member:
-    """The one cluster holding the workload the caller may see (409 when several do)."""
-    found: list[Member] = []
+    """The one cluster holding the workload the caller may see (409 naming the candidates, each
+    with its cluster, when several do)."""
     down: list[Member] = []
 
-    async def holds(m: Member) -> bool:
+    def ref(m: Member, api: str, k: str) -> dict[str, Any]:
+        return {"cluster": m.name, "apiVersion": api, "kind": k, "namespace": namespace, "name": name}
+
+    async def holds(m: Member) -> dict[str, Any] | None:
         if use_model(m) and m.model is not None:
             try:
                 kw, obj = m.model.resolve(namespace, name, kind, api_version)
-            except LookupFailed as e:
-                return e.status == 409  # ambiguous there: that cluster answers (with its 409)
+            except LookupFailed as e:  # ambiguous there: that cluster answers (with its 409)
+                return ref(m, api_version or "", kind or "") if e.status == 409 else None
             res = kw.resource
-            return await allow_for(m)("get", res, namespace if res.namespaced else None, name)
+            if not await allow_for(m)("get", res, namespace if res.namespaced else None, name):
+                return None
+            return ref(m, res.api_version, res.kind)
         if not m.available or m.workloads is None:
             down.append(m)
-            return False
+            return None
         try:
-            await m.workloads.find(namespace, name, kind, api_version, allow_for(m))
-            return True
+            _, obj = await m.workloads.find(namespace, name, kind, api_version, allow_for(m))
         except LookupFailed as e:
-            return e.status not in (404, 403)
+            return ref(m, api_version or "", kind or "") if e.status not in (404, 403) else None
+        return ref(m, str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
 
-    async def bounded(m: Member) -> bool:
+    async def bounded(m: Member) -> dict[str, Any] | None:
         try:
             return await asyncio.wait_for(holds(m), READ_BOUND)
         except (asyncio.TimeoutError, ProblemError):
             down.append(m)
-            return False
+            return None
 
-    for m, yes in zip(members, await asyncio.gather(*(bounded(m) for m in members))):
-        if yes:
-            found.append(m)
+    found = [(m, c) for m, c in zip(members, await asyncio.gather(*(bounded(m) for m in members))) if c]
     if len(found) == 1:
-        return found[0]
+        return found[0][0]
     if len(found) > 1:
         raise ProblemError(409, "ambiguous-workload", "Ambiguous workload",
                            f'workloads named "{name}" in namespace {namespace} are in {len(found)} clusters: '
-                           + ", ".join(m.name for m in found) + "; name the cluster (?cluster= or "
-                                                                "/clusters/{cluster}/workloads/...)")
+                           + ", ".join(m.name for m, _ in found) + "; name the cluster (?cluster= or "
+                                                                   "/clusters/{cluster}/workloads/...)",
+                           extra={"candidates": [c for _, c in found]})
     note = ("; clusters " + ", ".join(sorted(m.name for m in down)) + " could not be searched") if down else ""
     raise ProblemError(404, "workload-not-found", "Workload not found",
                        f'no workload named "{name}" in namespace {namespace} in any cluster{note}')

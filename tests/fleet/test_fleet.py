@@ -80,6 +80,8 @@ def test_one_workload_found_across_the_fleet(fleet_service: Server, fleet: Fleet
         twins = c.get(f"/workloads/{NS}/shared")
         assert twins.status_code == 409, twins.text
         assert "b, c" in twins.json()["detail"]
+        assert [(x["cluster"], x["kind"], x["name"]) for x in twins.json()["candidates"]] == \
+            [("b", "JobSet", "shared"), ("c", "JobSet", "shared")]
         assert c.get(f"/workloads/{NS}/shared", params={"cluster": "c"}).json()["cluster"] == "c"
         assert c.get(f"/workloads/{NS}/nowhere").status_code == 404
         ref = {"ref": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": NS, "name": "shared",
