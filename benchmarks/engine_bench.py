@@ -6,6 +6,11 @@ the last-applied annotation) interpreted many times, side by side in one run wit
 
 so the ratios hold even when the machine's speed drifts.  Target: interpretation <= 1.5x (a).
 
+Also side by side: native evaluation (app/engine/native.py, the default) against the libjq
+path alone, for the whole interpretation, the expressions alone and per pod, and gojq (the
+reference's engine) running the same expressions batched over the same projected input (one
+gojq process over many inputs, its start-up subtracted).
+
     python benchmarks/engine_bench.py [--rounds 7] [--n 400] [--manifest FILE]
 """
 
@@ -13,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import subprocess
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +28,7 @@ from typing import Any, Callable
 import jq
 
 from app.engine import interpret as interpret_mod
+from app.engine import jqbatch
 from app.engine.compiled import compiled, expression_texts
 from app.engine.interpret import input_text, interpret
 from app.karta.load import load_builtin
@@ -77,11 +85,42 @@ def main() -> None:
     def run_batch_only() -> None:
         cd.workload.run(input_text(obj, cd.strip_noise, cd.projection))
 
+    def libjq_only(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            jqbatch.NATIVE = False
+            try:
+                fn()
+            finally:
+                jqbatch.NATIVE = True
+
+        return run
+
+    projected = input_text(obj, cd.strip_noise, cd.projection)
+    pods = [_pod(obj, rj, i, p) for rj in ("trainer", "evaluator") for i in range(2) for p in range(2)]
+    pod_texts = [input_text(p, True) for p in pods]
+
+    def run_jq_stage() -> None:
+        cd.workload.run(projected)
+
+    def run_pods() -> None:  # per-pod expressions (attribution, gang) over one workload's pods
+        cd.pods.run_many(pod_texts)
+
+    def run_interpret_pods() -> None:
+        interpret_mod.JQ_RESULT_CACHE = False
+        interpret(obj, d, pods)
+
     cases = {"parse-only (jq `length`, full manifest)": run_parse_only,
              "interpret (ours, end to end)": run_interpret,
              "  of which: input prep + batched jq run": run_batch_only,
              "interpret, same object again (jq results reused)": run_interpret_warm,
-             f"separate programs ({len(separate)} expressions)": run_separate}
+             f"separate programs ({len(separate)} expressions)": run_separate,
+             "interpret, libjq only (no native)": libjq_only(run_interpret),
+             "expressions only, native": run_jq_stage,
+             "expressions only, libjq": libjq_only(run_jq_stage),
+             f"pod expressions, {len(pods)} pods, native": run_pods,
+             f"pod expressions, {len(pods)} pods, libjq": libjq_only(run_pods),
+             f"interpret with {len(pods)} pods, native": run_interpret_pods,
+             f"interpret with {len(pods)} pods, libjq only": libjq_only(run_interpret_pods)}
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for fn in cases.values():  # warm-up
         per_call_us(fn, 20)
@@ -105,6 +144,52 @@ def main() -> None:
     print(f"\ninterpret / parse-only = {ratio:.2f}x (target <= 1.50x): {'MET' if ratio <= 1.5 else 'NOT MET'}")
     print(f"separate / batched interpret = "
           f"{med[f'separate programs ({len(separate)} expressions)'] / med['interpret (ours, end to end)']:.1f}x")
+    n_pods = len(pods)
+    print(f"native vs libjq: interpret {med['interpret, libjq only (no native)'] / med['interpret (ours, end to end)']:.2f}x"
+          f", expressions {med['expressions only, libjq'] / med['expressions only, native']:.2f}x"
+          f", per pod {med[f'pod expressions, {n_pods} pods, libjq'] / med[f'pod expressions, {n_pods} pods, native']:.2f}x"
+          f" ({med[f'pod expressions, {n_pods} pods, native'] / n_pods:.1f} vs "
+          f"{med[f'pod expressions, {n_pods} pods, libjq'] / n_pods:.1f} µs per pod)")
+    g = gojq_batched_us(w_texts, projected, args.n * 5)
+    if g is not None:
+        print(f"gojq, the same {len(w_texts)} expressions batched over the projected input: {g:.1f} µs per input; "
+              f"interpretation (native) is {g / med['interpret (ours, end to end)']:.2f}x gojq's expressions alone "
+              f"(target >= 4x faster), the expressions alone {g / med['expressions only, native']:.2f}x")
+
+
+def _pod(obj: dict[str, Any], rj: str, i: int, p: int) -> dict[str, Any]:
+    name = obj["metadata"]["name"]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{rj}-{i}-{p}", "namespace": obj["metadata"].get("namespace", "default"),
+                         "uid": f"pod-{rj}-{i}-{p}",
+                         "labels": {"jobset.sigs.k8s.io/jobset-name": name,
+                                    "jobset.sigs.k8s.io/replicatedjob-name": rj, "jobset.sigs.k8s.io/job-index": str(i),
+                                    "batch.kubernetes.io/job-completion-index": str(p)},
+                         "annotations": {"jobset.sigs.k8s.io/jobset-name": name}},
+            "spec": {"containers": [{"name": "main", "image": "trainer:1", "resources": {
+                "requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "2"}}}], "nodeName": f"node-{i}"},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def gojq_batched_us(texts: list[str], projected: str, n: int) -> float | None:
+    """gojq over `n` copies of the input in one process (its start-up, measured over one input,
+    subtracted): what the reference pays per evaluation of the same batch."""
+    gojq = shutil.which("gojq")
+    if gojq is None:
+        print("gojq not installed (make tools): its comparison is left out")
+        return None
+    program = ", ".join(f'(try [limit(1000; ({t}\n))] catch {{"__e": .}})' for t in texts)
+
+    def wall(k: int) -> float:
+        data = ("\n".join([projected] * k) + "\n").encode()
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            subprocess.run([gojq, "-c", program], input=data, stdout=subprocess.DEVNULL, check=True)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    return (wall(n) - wall(1)) / (n - 1) * 1e6
 
 
 if __name__ == "__main__":

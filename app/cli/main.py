@@ -169,6 +169,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     if d is None:
         _err(f'no Karta definition named "{args.name}". Run "wlmap definitions list" to see what is available')
         return EXIT_FAIL
+    if args.evaluation:
+        from ..engine.compiled import evaluation
+
+        if not d.valid:
+            _err(f'definition "{args.name}" is invalid: nothing of it is evaluated')
+            return EXIT_FAIL
+        ev = evaluation(d)
+        if args.output == "json":
+            print(_dump_json(ev))
+            return EXIT_OK
+        print(f"{ev['native']} of {ev['expressions']} expressions run natively (the rest through libjq)")
+        rows = [["STAGE", "HOW", "EXPRESSION", "WHY NOT NATIVE"]]
+        for x in ev["items"]:
+            rows.append([x["stage"], "native" if x["native"] else "libjq", " ".join(x["expression"].split())[:70],
+                         x["reason"] or ""])
+        print("\n".join(render._table(rows, gap=2)))
+        return EXIT_OK
     if args.output == "json":
         print(_dump_json(d.raw))
     else:
@@ -287,6 +304,8 @@ def parser() -> argparse.ArgumentParser:
     ds = dsub.add_parser("show", parents=[common], help="print one definition")
     ds.add_argument("name")
     ds.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
+    ds.add_argument("--evaluation", action="store_true",
+                    help="say how each expression is evaluated: natively, or through libjq (and why)")
     ds.set_defaults(func=cmd_show)
     dv = dsub.add_parser("validate", parents=[common], help="check definition files (exit 0 valid, 1 invalid, "
                                                             "2 unreadable)")

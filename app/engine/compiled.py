@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from cachetools import LRUCache
 
@@ -19,6 +20,7 @@ from ..jqlang.paths import Tree, merge, needs
 from ..karta.load import Definition
 from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, PodGroupMember
 from .jqbatch import GOJQ_UNDEFINED, Batch
+from .native import why_not
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,22 @@ def compiled(d: Definition) -> CompiledDefinition:
         stats["misses"] += 1
         _cache[d.digest] = c
     return c
+
+
+def evaluation(d: Definition) -> dict[str, Any]:
+    """How each expression of a definition is evaluated: natively (in Python, on the parsed
+    object) or by libjq, and why not natively."""
+    cd = compiled(d)
+    items = []
+    for stage, batch in (("workload", cd.workload), ("pods", cd.pods)):
+        for i, text in enumerate(batch.texts):
+            if i in batch.compile_errors:
+                items.append({"stage": stage, "expression": text, "native": False,
+                              "reason": f"does not compile: {batch.compile_errors[i]}"})
+            else:
+                ok = batch.native[i] is not None
+                items.append({"stage": stage, "expression": text, "native": ok, "reason": None if ok else why_not(text)})
+    return {"native": sum(1 for x in items if x["native"]), "expressions": len(items), "items": items}
 
 
 def clear_cache() -> None:

@@ -19,14 +19,21 @@ multi-document input), `halt*`, and `debug`/`stderr` (log noise).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
 import jq
+import orjson
 
 from ..jqlang import JqParseError, parse, walk
+from .native import Fallback, Program, compile_expression
+
+# Expressions the native evaluator covers run in Python on the parsed input (native.py); the
+# rest, and any input the native code cannot answer exactly, go through libjq as below.
+NATIVE = os.environ.get("WLMAP_NATIVE_EVAL", "true").lower() not in ("0", "false", "no", "off")
 
 MAX_RESULTS = 1000  # the reference runner's default; 1000 outputs is already an error
 
@@ -70,6 +77,7 @@ PRELUDE = (
     "{} as $ENV | "
 )
 
+_EXPONENT = re.compile(r"[0-9][eE]")  # a number in exponent form (or text that looks like one)
 _NOT_DEFINED = re.compile(r"(\$?[A-Za-z_][A-Za-z0-9_:]*(?:/\d+)?) is not defined")
 
 # Functions that libjq has and gojq (the upstream engine) does not: a compile error upstream.
@@ -152,6 +160,11 @@ class Batch:
         # index -> compile error text (reference wording); those elements become constants
         self.compile_errors: dict[int, str] = dict(forced_errors or {})
         self._fast, self._capped = self._compile()
+        self.native: list[Program | None] = [None if i in self.compile_errors else compile_expression(t)
+                                             for i, t in enumerate(self.texts)]
+        # when every expression runs natively (or is a compile error), libjq is needed only
+        # for the inputs the native code hands back
+        self.all_native = all(p is not None or i in self.compile_errors for i, p in enumerate(self.native))
 
     def _sources(self) -> tuple[str, str]:
         fast, capped = [], []
@@ -203,8 +216,44 @@ class Batch:
         n = len(self.texts)
         if not n or not texts:
             return [[] for _ in texts]
+        if NATIVE and any(p is not None for p in self.native):
+            return self._run_native(texts, progress)
+        return self._run_jq(texts, progress)
+
+    def _run_jq(self, texts: list[str], progress: Callable[[int], None] | None) -> list[list[Result]]:
         rows = self._run_fast(texts, progress)
         return rows if rows is not None else self._run_capped(texts, progress)
+
+    def _run_native(self, texts: list[str], progress: Callable[[int], None] | None) -> list[list[Result]]:
+        """Native programs on the parsed inputs; libjq for the rest (the expressions it does not
+        cover, and any input a native program hands back), one libjq run per such input."""
+        n = len(self.texts)
+        rows: list[list[Result | None]] = []
+        pending: list[int] = []  # inputs that need libjq for at least one expression
+        for d, text in enumerate(texts):
+            value = orjson.loads(text)
+            exponents = _EXPONENT.search(text) is not None
+            row: list[Result | None] = [None] * n
+            for i, prog in enumerate(self.native):
+                if prog is None:
+                    if i in self.compile_errors:
+                        row[i] = self._result(i, None)
+                    continue
+                if progress is not None:
+                    progress(i)
+                try:
+                    row[i] = Result(prog.run(value, exponents))
+                except Fallback:
+                    pass
+            if any(r is None for r in row):
+                pending.append(d)
+            rows.append(row)
+        if pending:
+            for d, jq_row in zip(pending, self._run_jq([texts[d] for d in pending], progress)):
+                rows[d] = [r if r is not None else jq_row[i] for i, r in enumerate(rows[d])]
+        elif progress is not None:
+            progress(n)
+        return rows  # type: ignore[return-value]
 
     def _run_fast(self, texts: list[str], progress: Callable[[int], None] | None) -> list[list[Result]] | None:
         n = len(self.texts)

@@ -570,10 +570,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
               "content": {JSON: {"schema": {"type": "object", "additionalProperties": True}},
                           "application/yaml": {"schema": {"type": "string"}}}}, **PROBLEMS},
         summary="One definition as served (the active one of that name)")
-    async def get_definition(name: str, request: Request) -> Response:
+    async def get_definition(name: str, request: Request, evaluation: bool = False) -> Response:
+        """`evaluation=true`: how each expression is evaluated instead, natively (in Python, on
+        the parsed object) or through libjq, and why not natively."""
         d = service.store.registry.by_name(name)
         if d is None:
             raise ProblemError(404, "no-definition", "No definition", f"no Karta definition named \"{name}\"")
+        if evaluation:
+            from ..engine.compiled import evaluation as evaluation_of
+
+            return _dumps(evaluation_of(d))
         accept = request.headers.get("accept", "")
         if any(t in accept for t in YAML_TYPES):
             return Response(yaml.safe_dump(d.raw, sort_keys=False, allow_unicode=True),

@@ -246,6 +246,7 @@ class ObjectRefOut(_M):
     kind: str
     namespace: str
     name: str
+    cluster: str | None = Field(None, description="the cluster holding it (a name found in several clusters)")
 
 
 # -- errors ------------------------------------------------------------------------------

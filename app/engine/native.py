@@ -1,0 +1,889 @@
+"""jq expressions evaluated in Python, straight on the parsed object: no libjq call.
+
+A definition's expressions are compiled once (per text) from the AST `app/jqlang` parses into
+Python closures.  Each closure takes an input value and the variables and returns the list of
+its outputs.  The covered subset is what definitions are made of: paths, iteration, pipes and
+commas, `select`, `map`, comparisons, `and`/`or`/`not`, `//`, `if`, `length`, `any`/`all`,
+`to_entries`, string tests, `tostring`, object and array construction, `as $x`, `reduce`.
+
+Exactness comes first.  The program answers as the libjq path (itself worded as gojq) answers,
+or not at all: `compile_expression` returns None for anything outside the subset, and at run
+time anything the native code cannot vouch for - every jq error (its message is libjq's to
+word), an output cap reached, a number beyond what both agree on - raises `Fallback`, and the
+caller evaluates that expression for that input with libjq, as before.  The differential tests
+run every catalog expression on every fixture, and random ones, through both paths (and gojq).
+
+Nothing here can run away: no recursion, `range`, `until`, `while`, `repeat` or user functions
+are compiled, so every loop is bounded by the input's size, and the evaluation deadline that
+guards libjq is not needed on this path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..jqlang import JqParseError, Node, parse
+from .values import gojq_tostring
+
+MAX_RESULTS = 1000
+Env = dict[str, Any]
+Fn = Callable[[Any, Env], list[Any]]
+
+
+class Fallback(Exception):
+    """The native path cannot answer this one exactly: evaluate it with libjq."""
+
+
+class JqError(Fallback):
+    """A jq run-time error (`try` and `?` swallow it; otherwise libjq words it)."""
+
+
+class Unsupported(Exception):
+    """Raised at compile time: the expression falls back to libjq as a whole."""
+
+
+# -- values ----------------------------------------------------------------------------------
+
+def _truthy(v: Any) -> bool:
+    return v is not None and v is not False
+
+
+def _rank(v: Any) -> int:
+    if v is None:
+        return 0
+    if v is False:
+        return 1
+    if v is True:
+        return 2
+    if isinstance(v, (int, float)):
+        return 3
+    if isinstance(v, str):
+        return 4
+    if isinstance(v, list):
+        return 5
+    return 6
+
+
+def _cmp(a: Any, b: Any) -> int:
+    """jq's total order: null < false < true < numbers < strings < arrays < objects."""
+    ra, rb = _rank(a), _rank(b)
+    if ra != rb:
+        return -1 if ra < rb else 1
+    if ra == 3 or ra == 4:
+        return -1 if a < b else (1 if a > b else 0)
+    if ra == 5:
+        for x, y in zip(a, b):
+            c = _cmp(x, y)
+            if c:
+                return c
+        return (len(a) > len(b)) - (len(a) < len(b))
+    if ra == 6:
+        ka, kb = sorted(a), sorted(b)
+        c = _cmp(ka, kb)
+        if c:
+            return c
+        for k in ka:
+            c = _cmp(a[k], b[k])
+            if c:
+                return c
+        return 0
+    return 0
+
+
+def _eq(a: Any, b: Any) -> bool:
+    return _cmp(a, b) == 0
+
+
+class _Key:
+    """A sort key with jq's order."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: Any):
+        self.v = v
+
+    def __lt__(self, other: _Key) -> bool:
+        return _cmp(self.v, other.v) < 0
+
+
+def _out(v: Any) -> Any:
+    """A value as it comes back through libjq's text: integral numbers below 1e17 print as
+    integers; larger ones, and anything exotic, the native path does not vouch for."""
+    if type(v) is float:
+        if v.is_integer():
+            if abs(v) < 1e17:
+                return int(v)
+            raise Fallback
+        if not math.isfinite(v):
+            raise Fallback
+        return v
+    if type(v) is int:
+        if abs(v) >= 2**53:
+            raise Fallback
+        return v
+    if type(v) is list:
+        return [_out(x) for x in v]
+    if type(v) is dict:
+        return {k: _out(x) for k, x in v.items()}
+    return v
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _iterate(v: Any) -> list[Any]:
+    if type(v) is list:
+        return v
+    if type(v) is dict:
+        return [v[k] for k in sorted(v)]  # gojq walks object keys sorted
+    raise JqError
+
+
+def _length(v: Any) -> Any:
+    if v is None:
+        return 0
+    if v is True or v is False:
+        raise JqError
+    if _num(v):
+        return abs(v)
+    if isinstance(v, (str, list, dict)):
+        return len(v)
+    raise JqError
+
+
+def _contains(a: Any, b: Any) -> bool:
+    if type(a) is dict and type(b) is dict:
+        return all(k in a and _contains(a[k], bv) for k, bv in b.items())
+    if type(a) is list and type(b) is list:
+        return all(any(_contains(x, y) for x in a) for y in b)
+    if type(a) is str and type(b) is str:
+        return b in a
+    if _rank(a) == _rank(b) and _rank(a) != 4:
+        return _eq(a, b)
+    raise JqError
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if _num(a) and _num(b):
+        return a + b
+    if type(a) is str and type(b) is str:
+        return a + b
+    if type(a) is list and type(b) is list:
+        return a + b
+    if type(a) is dict and type(b) is dict:
+        return {**a, **b}
+    raise JqError
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    if op == "+":
+        return _add(a, b)
+    if op == "-":
+        if _num(a) and _num(b):
+            return a - b
+        if type(a) is list and type(b) is list:
+            return [x for x in a if not any(_eq(x, y) for y in b)]
+        raise JqError
+    if op == "*":
+        if _num(a) and _num(b):
+            return a * b
+        raise Fallback  # string repetition, deep merge: libjq's rules
+    if op == "/":
+        if _num(a) and _num(b):
+            if b == 0:
+                raise JqError
+            return a / b
+        if type(a) is str and type(b) is str and b:
+            return a.split(b)
+        raise Fallback
+    if op == "%":
+        if _num(a) and _num(b) and a >= 0 and b > 0 and float(a).is_integer() and float(b).is_integer():
+            return int(a) % int(b)
+        raise Fallback
+    raise Unsupported(op)
+
+
+_COMPARE = {"==": lambda c: c == 0, "!=": lambda c: c != 0, "<": lambda c: c < 0, "<=": lambda c: c <= 0,
+            ">": lambda c: c > 0, ">=": lambda c: c >= 0}
+
+
+def _index(t: Any, k: Any) -> Any:
+    if t is None:
+        if k is None or type(k) is str or _num(k):
+            return None
+        raise JqError
+    if type(t) is dict and type(k) is str:
+        return t.get(k)
+    if type(t) is list and _num(k):
+        if not float(k).is_integer():
+            raise Fallback
+        i = int(k)
+        if i < 0:
+            i += len(t)
+        return t[i] if 0 <= i < len(t) else None
+    raise JqError
+
+
+def _slice(t: Any, lo: Any, hi: Any) -> Any:
+    if t is None:
+        return None
+    if not isinstance(t, (list, str)) or not all(x is None or (_num(x) and float(x).is_integer()) for x in (lo, hi)):
+        raise Fallback
+    return t[None if lo is None else int(lo):None if hi is None else int(hi)]
+
+
+# -- compiling -------------------------------------------------------------------------------
+
+def _path_chain(n: Node) -> tuple[Node, list[Any]]:
+    """The base and constant keys of a path `.a.b["c"][0]` (keys outermost last)."""
+    keys: list[Any] = []
+    while True:
+        if n.kind == "field":
+            keys.append(n.value)
+        elif n.kind == "index" and n.children[1].kind == "string":
+            keys.append(n.children[1].value)
+        elif n.kind == "index" and n.children[1].kind == "number" and n.children[1].value.isdigit():
+            keys.append(int(n.children[1].value))
+        else:
+            break
+        n = n.children[0]
+    keys.reverse()
+    return n, keys
+
+
+def _walk(t: Any, keys: list[Any]) -> Any:
+    for key in keys:
+        if type(t) is dict and type(key) is str:
+            t = t.get(key)
+        elif t is None:
+            continue
+        else:
+            t = _index(t, key)
+    return t
+
+
+def _single(fn: Fn, v: Any, env: Env) -> Any:
+    out = fn(v, env)
+    if len(out) != 1:
+        raise Fallback  # a multi-valued (or empty) argument: libjq's cartesian rules
+    return out[0]
+
+
+def _compile(n: Node) -> Fn:
+    k = n.kind
+    if k == "identity":
+        return lambda v, env: [v]
+    if k in ("null", "true", "false", "number", "string"):
+        const = {"null": None, "true": True, "false": False}.get(k) if k != "number" and k != "string" else None
+        if k == "number":
+            const = float(n.value) if any(c in n.value for c in ".eE") else int(n.value)
+            try:
+                const = _out(const)
+            except Fallback:
+                raise Unsupported("a number literal beyond 1e17") from None
+        elif k == "string":
+            const = n.value
+        return lambda v, env: [const]
+    if k == "paren":
+        return _compile(n.children[0])
+    if k == "field" or k == "index":
+        base, keys = _path_chain(n)
+        if keys:  # `.a.b["c"][0]`: one walk down the constant keys
+            if base.kind == "identity":
+                return lambda v, env: [_walk(v, keys)]
+            target = _compile(base)
+            return lambda v, env: [_walk(t, keys) for t in target(v, env)]
+    if k == "field":
+        target, name = _compile(n.children[0]), n.value
+        return lambda v, env: [_index(t, name) for t in target(v, env)]
+    if k == "index":
+        target, key = _compile(n.children[0]), _compile(n.children[1])
+
+        def index(v: Any, env: Env) -> list[Any]:
+            ks = key(v, env)
+            return [_index(t, kv) for kv in ks for t in target(v, env)]
+
+        return index
+    if k == "slice":
+        target = _compile(n.children[0])
+        lo = _compile(n.children[1]) if n.children[1] is not None else None
+        hi = _compile(n.children[2]) if n.children[2] is not None else None
+
+        def sl(v: Any, env: Env) -> list[Any]:
+            a = _single(lo, v, env) if lo else None
+            b = _single(hi, v, env) if hi else None
+            return [_slice(t, a, b) for t in target(v, env)]
+
+        return sl
+    if k == "iterate":
+        target = _compile(n.children[0])
+        return lambda v, env: [x for t in target(v, env) for x in _iterate(t)]
+    if k == "optional":
+        return _try(n.children[0])
+    if k == "try":
+        if n.children[1] is not None:
+            raise Unsupported("catch")  # the caught value is libjq's message
+        return _try(n.children[0])
+    if k == "var":
+        name = n.value
+        if name == "$ENV":
+            return lambda v, env: [{}]
+        if name == "$__loc__" or "::" in name:
+            raise Unsupported(name)
+
+        def var(v: Any, env: Env) -> list[Any]:
+            if name not in env:
+                raise Fallback  # libjq reports the compile error
+            return [env[name]]
+
+        return var
+    if k == "array":
+        if not n.children:
+            return lambda v, env: [[]]
+        body = _compile(n.children[0])
+        return lambda v, env: [body(v, env)]
+    if k == "object":
+        return _object(n)
+    if k == "interp":
+        parts = [(p.value, None) if p.kind == "string" else (None, _compile(p)) for p in n.children]
+
+        def interp(v: Any, env: Env) -> list[Any]:
+            out = []
+            for text, fn in parts:
+                out.append(text if fn is None else gojq_tostring(_single(fn, v, env)))
+            return ["".join(out)]
+
+        return interp
+    if k == "unary":
+        operand = _compile(n.children[0])
+        sign = -1 if n.value == "-" else 1
+
+        def unary(v: Any, env: Env) -> list[Any]:
+            out = []
+            for x in operand(v, env):
+                if not _num(x):
+                    raise JqError
+                out.append(sign * x)
+            return out
+
+        return unary
+    if k == "binop":
+        return _binop(n)
+    if k == "if":
+        return _if(n)
+    if k == "bind":
+        return _bind(n)
+    if k == "reduce":
+        return _reduce(n)
+    if k == "call":
+        return _call(n)
+    raise Unsupported(k)
+
+
+def _try(node: Node) -> Fn:
+    """`try e` / `e?`: jq keeps the outputs before an error and drops the error.  A list does
+    not say which outputs came before it, so only a body with at most one output (then: none)
+    is answered here; any other failing body goes to libjq."""
+    body, one = _compile(node), _at_most_one(node)
+
+    def attempt(v: Any, env: Env) -> list[Any]:
+        try:
+            return body(v, env)
+        except JqError:
+            if one:
+                return []
+            raise Fallback from None
+
+    return attempt
+
+
+# kinds whose output count is at most one when their parts' are (structurally)
+_ONE = {"identity", "null", "true", "false", "number", "string", "var", "array", "object", "interp", "paren",
+        "field", "index", "slice", "unary", "optional", "try", "if"}
+_ONE_CALLS = {"IN", "test", "gsub", "select", "map", "any", "all", "first", "has", "contains", "startswith", "endswith", "ltrimstr",
+              "rtrimstr", "split", "join", "error", "sort_by", "min_by", "max_by", "unique_by", "group_by",
+              "with_entries", "limit"}
+
+
+def _at_most_one(n: Node) -> bool:
+    k = n.kind
+    if k in ("array", "object", "interp"):
+        return True  # native construction insists on single parts, or falls back
+    if k == "binop":
+        if n.value == ",":
+            return False
+        return all(_at_most_one(c) for c in n.children)
+    if k == "call":
+        if not n.children:
+            return True  # every native builtin of arity 0 outputs at most one value
+        return n.value in _ONE_CALLS and all(_at_most_one(c) for c in n.children)
+    if k in _ONE:
+        return all(_at_most_one(c) for c in n.subnodes())
+    return False
+
+
+def _object(n: Node) -> Fn:
+    entries: list[tuple[Any, Fn | None, Fn]] = []  # (constant key | None, key fn, value fn)
+    for e in n.children:
+        key, value = e.children
+        if key.kind == "objkey" or key.kind == "string":
+            kconst, kfn = key.value, None
+        elif key.kind == "var":
+            if value is not None:
+                raise Unsupported("variable key")
+            name = key.value
+            kconst, kfn = name[1:], None
+            entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _missing()))(name)))
+            continue
+        elif key.kind in ("paren", "interp"):
+            kconst, kfn = None, _compile(key)
+        else:
+            raise Unsupported(key.kind)
+        if value is None:  # {a}: .a
+            if kconst is None:
+                raise Unsupported("shorthand")
+            const = kconst
+            vfn: Fn = lambda v, env, c=const: [_index(v, c)]  # noqa: E731
+        else:
+            vfn = _compile(value)
+        entries.append((kconst, kfn, vfn))
+
+    def build(v: Any, env: Env) -> list[Any]:
+        out: dict[str, Any] = {}
+        for kconst, kfn, vfn in entries:
+            key = kconst if kfn is None else _single(kfn, v, env)
+            if type(key) is not str:
+                raise JqError
+            out[key] = _single(vfn, v, env)
+        return [out]
+
+    return build
+
+
+def _missing() -> list[Any]:
+    raise Fallback
+
+
+def _binop(n: Node) -> Fn:
+    op = n.value
+    left, right = _compile(n.children[0]), _compile(n.children[1])
+    if op == "|":
+        return lambda v, env: [y for x in left(v, env) for y in right(x, env)]
+    if op == ",":
+        return lambda v, env: left(v, env) + right(v, env)
+    if op == "//":  # errors on the left are errors (libjq and gojq alike), not "no value"
+        def alt(v: Any, env: Env) -> list[Any]:
+            got = [x for x in left(v, env) if _truthy(x)]
+            return got if got else right(v, env)
+
+        return alt
+    if op == "and" or op == "or":
+        want = op == "or"
+
+        def logic(v: Any, env: Env) -> list[Any]:
+            out = []
+            for x in left(v, env):
+                if _truthy(x) == want:
+                    out.append(want)
+                else:
+                    out += [_truthy(y) for y in right(v, env)]
+            return out
+
+        return logic
+    if op in _COMPARE:
+        test = _COMPARE[op]
+        return lambda v, env: [test(_cmp(a, b)) for b in right(v, env) for a in left(v, env)]
+    if op in ("+", "-", "*", "/", "%"):
+        return lambda v, env: [_out(_arith(op, a, b)) for b in right(v, env) for a in left(v, env)]
+    raise Unsupported(op)
+
+
+def _if(n: Node) -> Fn:
+    ch = list(n.children)
+    has_else = len(ch) % 2 == 1
+    otherwise = _compile(ch[-1]) if has_else and ch[-1] is not None else (lambda v, env: [v])
+    pairs = [(_compile(ch[i]), _compile(ch[i + 1])) for i in range(0, len(ch) - (1 if has_else else 0), 2)]
+
+    def branch(i: int, v: Any, env: Env) -> list[Any]:
+        if i == len(pairs):
+            return otherwise(v, env)
+        cond, then = pairs[i]
+        out = []
+        for c in cond(v, env):
+            out += then(v, env) if _truthy(c) else branch(i + 1, v, env)
+        return out
+
+    return lambda v, env: branch(0, v, env)
+
+
+def _bind(n: Node) -> Fn:
+    source, *patterns, body = n.children
+    if len(patterns) != 1 or patterns[0].kind != "pvar":
+        raise Unsupported("destructuring")
+    name = patterns[0].value
+    src, b = _compile(source), _compile(body)
+    return lambda v, env: [y for x in src(v, env) for y in b(v, {**env, name: x})]
+
+
+def _reduce(n: Node) -> Fn:
+    source, pattern, init, update = n.children
+    if pattern.kind != "pvar":
+        raise Unsupported("destructuring")
+    name = pattern.value
+    src, ini, upd = _compile(source), _compile(init), _compile(update)
+
+    def reduce(v: Any, env: Env) -> list[Any]:
+        acc = _single(ini, v, env)
+        for x in src(v, env):
+            acc = _single(upd, acc, {**env, name: x})
+        return [acc]
+
+    return reduce
+
+
+# -- builtins --------------------------------------------------------------------------------
+
+def _entries(v: Any) -> list[Any]:
+    if type(v) is dict:
+        return [{"key": k, "value": v[k]} for k in sorted(v)]
+    raise Fallback  # arrays and the rest: libjq's rules
+
+
+def _from_entries(v: Any) -> Any:
+    if type(v) is not list:
+        raise Fallback
+    out: dict[str, Any] = {}
+    for e in v:
+        if type(e) is not dict:
+            raise Fallback
+        key = next((e[k] for k in ("key", "k", "name", "Name", "Key", "K") if k in e and _truthy(e[k])), None)
+        if type(key) is not str:
+            raise Fallback
+        out[key] = e["value"] if "value" in e else e.get("v")
+    return out
+
+
+def _keys(v: Any) -> Any:
+    if type(v) is dict:
+        return sorted(v)
+    if type(v) is list:
+        return list(range(len(v)))
+    raise JqError
+
+
+def _type(v: Any) -> str:
+    return ["null", "boolean", "boolean", "number", "string", "array", "object"][_rank(v)]
+
+
+def _tonumber(v: Any) -> Any:
+    if _num(v):
+        return v
+    if type(v) is str:
+        try:
+            f = float(v)
+        except ValueError:
+            raise JqError from None
+        if not math.isfinite(f) or v.strip() != v or not v:
+            raise Fallback
+        return int(f) if f.is_integer() and abs(f) < 1e17 else f
+    raise JqError
+
+
+def _need_str(v: Any) -> str:
+    if type(v) is not str:
+        raise Fallback  # libjq's rules for other types differ between versions; let it say
+    return v
+
+
+_ZERO: dict[str, Callable[[Any], list[Any]]] = {
+    "empty": lambda v: [],
+    "not": lambda v: [not _truthy(v)],
+    "length": lambda v: [_length(v)],
+    "keys": lambda v: [_keys(v)],
+    "to_entries": lambda v: [_entries(v)],
+    "from_entries": lambda v: [_from_entries(v)],
+    "type": lambda v: [_type(v)],
+    "tostring": lambda v: [gojq_tostring(v)],
+    "tojson": lambda v: [gojq_tostring(v) if type(v) is not str else gojq_tostring([v])[1:-1]],
+    "tonumber": lambda v: [_tonumber(v)],
+    "ascii_downcase": lambda v: [_need_str(v).lower() if _need_str(v).isascii() else _fallback()],
+    "ascii_upcase": lambda v: [_need_str(v).upper() if _need_str(v).isascii() else _fallback()],
+    "values": lambda v: [v] if v is not None else [],
+    "nulls": lambda v: [v] if v is None else [],
+    "booleans": lambda v: [v] if v is True or v is False else [],
+    "numbers": lambda v: [v] if _num(v) else [],
+    "strings": lambda v: [v] if type(v) is str else [],
+    "arrays": lambda v: [v] if type(v) is list else [],
+    "objects": lambda v: [v] if type(v) is dict else [],
+    "iterables": lambda v: [v] if type(v) in (list, dict) else [],
+    "scalars": lambda v: [v] if type(v) not in (list, dict) else [],
+    "any": lambda v: [any(_truthy(x) for x in _iterate(v))],
+    "all": lambda v: [all(_truthy(x) for x in _iterate(v))],
+    "add": lambda v: [_add_all(_iterate(v))],
+    "first": lambda v: [_index(v, 0)],
+    "last": lambda v: [_index(v, -1)],
+    "reverse": lambda v: [_reverse(v)],
+    "sort": lambda v: [sorted(_list(v), key=_Key)],
+    "unique": lambda v: [_unique(_list(v))],
+    "min": lambda v: [min(_list(v), key=_Key) if _list(v) else None],
+    "max": lambda v: [max(_list(v), key=_Key) if _list(v) else None],
+    "floor": lambda v: [math.floor(v) if _num(v) and math.isfinite(v) else _fallback()],
+    "ceil": lambda v: [math.ceil(v) if _num(v) and math.isfinite(v) else _fallback()],
+    "env": lambda v: [{}],
+}
+
+
+def _fallback() -> Any:
+    raise Fallback
+
+
+def _list(v: Any) -> list[Any]:
+    if type(v) is not list:
+        raise JqError
+    return v
+
+
+def _reverse(v: Any) -> Any:
+    if type(v) is list:
+        return v[::-1]
+    if v is None:
+        return []
+    raise Fallback
+
+
+def _unique(v: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for x in sorted(v, key=_Key):
+        if not out or not _eq(out[-1], x):
+            out.append(x)
+    return out
+
+
+def _add_all(xs: list[Any]) -> Any:
+    acc = None
+    for x in xs:
+        acc = _add(acc, x)
+    return acc
+
+
+# Regular expressions libjq (Oniguruma, Perl syntax) and Python's `re` read alike: literal text,
+# classes, anchors, alternation, groups and quantifiers, no escapes but of punctuation.
+_SAFE_REGEX = re.compile(r"(?:[A-Za-z0-9 _:/,'^$.*+?|()\[\]-]|\\[.\-/()\[\]*+?|^$])*\Z")
+
+
+def _regex(node: Node) -> re.Pattern[str]:
+    if node.kind != "string" or not _SAFE_REGEX.match(node.value) or "(?" in node.value:
+        raise Unsupported("a regular expression beyond the shared syntax")
+    try:
+        return re.compile(node.value)
+    except re.error:
+        raise Unsupported("a regular expression Python reads differently") from None
+
+
+def _call(n: Node) -> Fn:
+    name = n.value
+    if name == "test" and len(n.children) == 1:
+        rx = _regex(n.children[0])
+
+        def test(v: Any, env: Env) -> list[Any]:
+            if type(v) is not str:
+                raise JqError
+            return [rx.search(v) is not None]
+
+        return test
+    if name == "gsub" and len(n.children) == 2 and n.children[1].kind == "string":
+        rx, repl = _regex(n.children[0]), n.children[1].value
+        if rx.search("") is not None:
+            raise Unsupported("a pattern that matches the empty string")  # engines step over those differently
+        repl = repl.replace("\\", "\\\\")
+
+        def gsub(v: Any, env: Env) -> list[Any]:
+            if type(v) is not str:
+                raise JqError
+            return [rx.sub(repl, v)]
+
+        return gsub
+    args = [_compile(a) for a in n.children]
+    if not args:
+        f0 = _ZERO.get(name)
+        if f0 is None:
+            raise Unsupported(name)
+        return lambda v, env: f0(v)
+    if len(args) == 1:
+        (a,) = args
+        if name == "select":
+            return lambda v, env: [v for c in a(v, env) if _truthy(c)]
+        if name == "map":
+            return lambda v, env: [[y for x in _iterate(v) for y in a(x, env)]]
+        if name == "map_values":
+            raise Unsupported(name)
+        if name in ("any", "all"):
+            want = name == "any"
+
+            def quantifier(v: Any, env: Env) -> list[Any]:
+                for x in _iterate(v):
+                    if any(_truthy(c) == want for c in a(x, env)):
+                        return [want]
+                return [not want]
+
+            return quantifier
+        if name == "first":
+            def first(v: Any, env: Env) -> list[Any]:
+                out = a(v, env)
+                return out[:1]
+
+            return first
+        if name in ("has", "contains", "startswith", "endswith", "ltrimstr", "rtrimstr", "split", "join",
+                    "error"):
+            return _unary_arg(name, a)
+        if name in ("sort_by", "min_by", "max_by", "unique_by", "group_by"):
+            return _by(name, a)
+        if name == "IN":  # def IN(s): any(s == .; .)
+            return lambda v, env: [any(_eq(x, v) for x in a(v, env))]
+        if name == "with_entries":
+            return lambda v, env: [_from_entries([y for x in _entries(v) for y in a(x, env)])]
+        raise Unsupported(name)
+    if len(args) == 2:
+        if name == "limit":
+            cnt, body = args
+
+            def limit(v: Any, env: Env) -> list[Any]:
+                m = _single(cnt, v, env)
+                if not _num(m) or m < 0:
+                    raise Fallback
+                return body(v, env)[:int(m)] if m > 0 else []
+
+            return limit
+        if name == "IN":  # def IN(src; s): any(src == s; .)
+            src, sset = args
+            return lambda v, env: [any(_eq(x, y) for y in sset(v, env) for x in src(v, env))]
+        if name in ("any", "all"):
+            gen, cond = args
+            want = name == "any"
+
+            def quantifier2(v: Any, env: Env) -> list[Any]:
+                for x in gen(v, env):
+                    if any(_truthy(c) == want for c in cond(x, env)):
+                        return [want]
+                return [not want]
+
+            return quantifier2
+    raise Unsupported(f"{name}/{len(args)}")
+
+
+def _unary_arg(name: str, a: Fn) -> Fn:
+    def run(v: Any, env: Env) -> list[Any]:
+        out = []
+        for x in a(v, env):
+            out.append(_apply(name, v, x))
+        return out
+
+    return run
+
+
+def _apply(name: str, v: Any, x: Any) -> Any:
+    if name == "has":
+        if type(v) is dict and type(x) is str:
+            return x in v
+        if type(v) is list and _num(x):
+            return 0 <= x < len(v)
+        raise JqError
+    if name == "contains":
+        return _contains(v, x)
+    if name == "error":
+        raise JqError
+    if name == "join":
+        xs = _list(v)
+        if type(x) is not str or not all(type(e) is str for e in xs):
+            raise Fallback
+        return x.join(xs)
+    if type(v) is not str or type(x) is not str:
+        if name in ("ltrimstr", "rtrimstr"):
+            return v  # a non-string input or argument: returned as is
+        raise JqError
+    if name == "startswith":
+        return v.startswith(x)
+    if name == "endswith":
+        return v.endswith(x)
+    if name == "ltrimstr":
+        return v[len(x):] if x and v.startswith(x) else v
+    if name == "rtrimstr":
+        return v[:-len(x)] if x and v.endswith(x) else v
+    if name == "split":
+        if not x:
+            raise Fallback
+        return v.split(x)
+    raise Fallback
+
+
+def _by(name: str, f: Fn) -> Fn:
+    def run(v: Any, env: Env) -> list[Any]:
+        xs = _list(v)
+        keyed = [(_Key(f(x, env)), x) for x in xs]  # jq sorts by the array of f's outputs
+        keyed.sort(key=lambda p: p[0])
+        if name == "sort_by":
+            return [[x for _, x in keyed]]
+        if name == "min_by":
+            return [keyed[0][1] if keyed else None]
+        if name == "max_by":
+            return [keyed[-1][1] if keyed else None]
+        groups: list[list[Any]] = []
+        last: _Key | None = None
+        for key, x in keyed:
+            if last is not None and _cmp(last.v, key.v) == 0:
+                groups[-1].append(x)
+            else:
+                groups.append([x])
+            last = key
+        if name == "group_by":
+            return [groups]
+        return [[g[0] for g in groups]]  # unique_by
+
+    return run
+
+
+# -- the program -----------------------------------------------------------------------------
+
+class Program:
+    """One compiled expression: `run(value)` gives its outputs, or raises Fallback."""
+
+    __slots__ = ("text", "fn")
+
+    def __init__(self, text: str, fn: Fn):
+        self.text, self.fn = text, fn
+
+    def run(self, value: Any, exponents: bool = True) -> list[Any]:
+        """`exponents`: the input may hold numbers in exponent form (libjq prints a large
+        integral one back as digits): the outputs are then normalised as libjq's would be."""
+        out = self.fn(value, {})
+        if len(out) >= MAX_RESULTS:
+            raise Fallback  # libjq's capped run words the error
+        return [_out(x) for x in out] if exponents else out
+
+
+def compile_expression(text: str) -> Program | None:
+    """The native form of an expression, or None when it is outside the subset."""
+    try:
+        tree = parse(text)
+        return Program(text, _compile(tree))
+    except (Unsupported, JqParseError, RecursionError):
+        return None
+
+
+def why_not(text: str) -> str | None:
+    """What keeps an expression off the native path (None: it runs natively)."""
+    try:
+        _compile(parse(text))
+    except Unsupported as e:
+        return f"uses {e.args[0] if e.args else 'an unsupported construct'}"
+    except JqParseError as e:
+        return f"does not parse: {e}"
+    return None
