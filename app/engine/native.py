@@ -277,7 +277,162 @@ def _single(fn: Fn, v: Any, env: Env) -> Any:
     return out[0]
 
 
+One = Callable[[Any, Env], Any]  # an expression with exactly one output: that output
+
+
+def _literal(n: Node) -> Any:
+    if n.kind == "number":
+        const = float(n.value) if any(c in n.value for c in ".eE") else int(n.value)
+        try:
+            return _out(const)
+        except Fallback:
+            raise Unsupported("a number literal beyond 1e17") from None
+    return {"null": None, "true": True, "false": False}.get(n.kind) if n.kind != "string" else n.value
+
+
+# builtins of arity 0 with exactly one output (the rest may output nothing)
+_EXACT = {"not", "length", "keys", "to_entries", "from_entries", "type", "tostring", "tojson", "tonumber",
+          "ascii_downcase", "ascii_upcase", "any", "all", "add", "first", "last", "reverse", "sort", "unique",
+          "min", "max", "floor", "ceil", "env"}
+
+
+def _one(n: Node) -> One | None:
+    """The exactly-one-output form of a node (no lists built), or None when it may output zero
+    or several values.  Most of a definition is made of these: paths, comparisons, `//`."""
+    k = n.kind
+    if k == "identity":
+        return lambda v, env: v
+    if k in ("null", "true", "false", "number", "string"):
+        const = _literal(n)
+        return lambda v, env: const
+    if k == "paren":
+        return _one(n.children[0])
+    if k == "var":
+        name = n.value
+        if name == "$ENV":
+            return lambda v, env: {}
+        if name == "$__loc__" or "::" in name:
+            raise Unsupported(name)
+        return lambda v, env: env[name] if name in env else _fallback()
+    if k in ("field", "index"):
+        base, keys = _path_chain(n)
+        if not keys:
+            return None
+        if base.kind == "identity":
+            if len(keys) == 1:
+                key = keys[0]
+                if type(key) is str:
+                    return lambda v, env: v.get(key) if type(v) is dict else _index(v, key)
+            return lambda v, env: _walk(v, keys)
+        b = _one(base)
+        return (lambda v, env: _walk(b(v, env), keys)) if b is not None else None
+    if k == "binop":
+        op = n.value
+        if op == ",":
+            return None
+        left, right = _one(n.children[0]), _one(n.children[1])
+        if left is None or right is None:
+            return None
+        if op == "|":
+            return lambda v, env: right(left(v, env), env)
+        if op == "//":
+            def alt(v: Any, env: Env) -> Any:
+                x = left(v, env)
+                return x if x is not None and x is not False else right(v, env)
+
+            return alt
+        if op == "and":
+            return lambda v, env: _truthy(left(v, env)) and _truthy(right(v, env))
+        if op == "or":
+            return lambda v, env: _truthy(left(v, env)) or _truthy(right(v, env))
+        if op == "==" or op == "!=":
+            neg = op == "!="
+
+            def eq(v: Any, env: Env) -> bool:
+                b = right(v, env)  # jq evaluates the right side first
+                a = left(v, env)
+                if type(a) is type(b) and type(a) is str:
+                    return (a != b) if neg else (a == b)
+                return (_cmp(a, b) != 0) if neg else (_cmp(a, b) == 0)
+
+            return eq
+        if op in _COMPARE:
+            test = _COMPARE[op]
+            return lambda v, env: test(_cmp(left(v, env), right(v, env)))
+        if op in ("+", "-", "*", "/", "%"):
+            def arith(v: Any, env: Env) -> Any:
+                b = right(v, env)
+                return _out(_arith(op, left(v, env), b))
+
+            return arith
+        return None
+    if k == "if":
+        ch = list(n.children)
+        if ch[-1] is None:
+            return None  # no else (`.`): rare; the list form handles it
+        parts = [_one(c) for c in ch]
+        if any(p is None for p in parts):
+            return None
+        conds, thens, otherwise = parts[0:-1:2], parts[1:-1:2], parts[-1]
+
+        def branch(v: Any, env: Env) -> Any:
+            for c, t in zip(conds, thens):
+                if _truthy(c(v, env)):  # type: ignore[misc]
+                    return t(v, env)  # type: ignore[misc]
+            return otherwise(v, env)  # type: ignore[misc]
+
+        return branch
+    if k == "array":
+        if not n.children:
+            return lambda v, env: []
+        body = _compile(n.children[0])
+        return lambda v, env: body(v, env)
+    if k == "unary":
+        operand = _one(n.children[0])
+        if operand is None:
+            return None
+        sign = -1 if n.value == "-" else 1
+        return lambda v, env: sign * x if _num(x := operand(v, env)) else _raise()
+    if k == "bind":
+        source, *patterns, body = n.children
+        if len(patterns) != 1 or patterns[0].kind != "pvar":
+            raise Unsupported("destructuring")
+        name = patterns[0].value
+        src, b = _one(source), _one(body)
+        if src is None or b is None:
+            return None
+        return lambda v, env: b(v, {**env, name: src(v, env)})
+    if k == "call":
+        name = n.value
+        if not n.children:
+            if name not in _EXACT:
+                return None
+            f0 = _ZERO[name]
+            return lambda v, env: f0(v)[0]
+        if name == "map" and len(n.children) == 1:
+            f = _one(n.children[0])
+            if f is not None:
+                return lambda v, env: [f(x, env) for x in _iterate(v)]
+            return None
+        if name in ("any", "all") and len(n.children) == 2:
+            gen, cond = _compile(n.children[0]), _one(n.children[1])
+            if cond is None:
+                return None
+            if name == "any":
+                return lambda v, env: any(_truthy(cond(x, env)) for x in gen(v, env))
+            return lambda v, env: all(_truthy(cond(x, env)) for x in gen(v, env))
+        return None
+    return None
+
+
+def _raise() -> Any:
+    raise JqError
+
+
 def _compile(n: Node) -> Fn:
+    one = _one(n)
+    if one is not None:
+        return lambda v, env: [one(v, env)]
     k = n.kind
     if k == "identity":
         return lambda v, env: [v]
