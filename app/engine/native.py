@@ -270,6 +270,15 @@ def _walk(t: Any, keys: list[Any]) -> Any:
     return t
 
 
+_SPREAD = 100_000  # outputs one pipe may build: past that (a product of iterations), libjq streams it
+
+
+def _bounded(out: list[Any]) -> list[Any]:
+    if len(out) > _SPREAD:
+        raise Fallback  # libjq streams it under its output cap and the evaluation deadline
+    return out
+
+
 def _single(fn: Fn, v: Any, env: Env) -> Any:
     out = fn(v, env)
     if len(out) != 1:
@@ -631,7 +640,7 @@ def _binop(n: Node) -> Fn:
     op = n.value
     left, right = _compile(n.children[0]), _compile(n.children[1])
     if op == "|":
-        return lambda v, env: [y for x in left(v, env) for y in right(x, env)]
+        return lambda v, env: _bounded([y for x in left(v, env) for y in right(x, env)])
     if op == ",":
         return lambda v, env: left(v, env) + right(v, env)
     if op == "//":  # errors on the left are errors (libjq and gojq alike), not "no value"
@@ -685,7 +694,7 @@ def _bind(n: Node) -> Fn:
         raise Unsupported("destructuring")
     name = patterns[0].value
     src, b = _compile(source), _compile(body)
-    return lambda v, env: [y for x in src(v, env) for y in b(v, {**env, name: x})]
+    return lambda v, env: _bounded([y for x in src(v, env) for y in b(v, {**env, name: x})])
 
 
 def _reduce(n: Node) -> Fn:

@@ -239,3 +239,14 @@ def test_random_expressions_agree_with_gojq(expr: str, value: Any) -> None:
         return
     want = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True) or got == want, (expr, value, got, want)
+
+
+def test_a_product_of_iterations_is_not_built_in_memory() -> None:
+    """`.[] as $x | .[]` over 400 items is 160,000 outputs: past 100,000 the native path hands
+    the expression to libjq, which streams it, instead of building the list."""
+    value = list(range(400))
+    expr = "[.[] as $x | .[]] | length"
+    assert natively(expr, value) is None
+    got = jqbatch.Batch([expr])._run_native([input_text(value, False)], None)[0][0]
+    assert got.values == [160000]
+    assert natively("[.[] as $x | .[] | select(. == $x)] | length", value) == [400]  # small enough: native
