@@ -108,31 +108,43 @@ _SHAPES: dict[str, Any] = {
 _GO_NAMES = {"string": "string", "quantity": "resource.Quantity"}
 
 
-def _type_problem(v: Any, spec: Any, where: str) -> str | None:
+def _where(where: Any) -> str:
+    """The Go error's location, built only when there is an error (most values are fine, and
+    formatting a location per field was a tenth of an interpretation)."""
+    if where == "value":
+        return "value"
+    if where[0] == "field":
+        return f"struct field {where[1]}.{where[2]}"
+    return f"value of map key {where[1]!r}"
+
+
+def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
     """The first encoding/json type error of v against spec, or None."""
     if v is None:
         return None
-    if isinstance(spec, str):  # leaf
-        ok = isinstance(v, str) if spec == "string" else isinstance(v, (str, int, float)) and not isinstance(v, bool)
-        return None if ok else f"cannot unmarshal {go_json_type(v)} into Go {where} of type {_GO_NAMES[spec]}"
+    if type(spec) is str:  # leaf
+        t = type(v)
+        ok = t is str if spec == "string" else t is str or t is int or t is float
+        return None if ok else f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type {_GO_NAMES[spec]}"
     kind, inner = spec
     if kind == "object":
-        if not isinstance(v, dict):
-            return f"cannot unmarshal {go_json_type(v)} into Go {where} of type object"
-        if isinstance(inner, dict):
+        if type(v) is not dict:
+            return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type object"
+        if type(inner) is dict:
             for field, (struct, sub) in inner.items():
-                if field in v:
-                    err = _type_problem(v[field], sub, f"struct field {struct}.{field}")
+                x = v.get(field)
+                if x is not None:
+                    err = _type_problem(x, sub, ("field", struct, field))
                     if err:
                         return err
             return None
         for key, item in v.items():  # map[string]X
-            err = _type_problem(item, inner, f"value of map key {key!r}")
+            err = _type_problem(item, inner, ("key", key))
             if err:
                 return err
         return None
-    if not isinstance(v, list):
-        return f"cannot unmarshal {go_json_type(v)} into Go {where} of type array"
+    if type(v) is not list:
+        return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type array"
     for item in v:
         err = _type_problem(item, inner, where)
         if err:
