@@ -219,7 +219,7 @@ def _index(t: Any, k: Any) -> Any:
     if t is None:
         if k is None or type(k) is str or _num(k):
             return None
-        raise JqError
+        raise Fallback
     if type(t) is dict and type(k) is str:
         return t.get(k)
     if type(t) is list and _num(k):
@@ -491,7 +491,10 @@ def _compile(n: Node) -> Fn:
         target = _compile(n.children[0])
         return lambda v, env: [x for t in target(v, env) for x in _iterate(t)]
     if k == "optional":
-        return _try(n.children[0])
+        c = n.children[0]
+        if c.kind in ("field", "index", "slice", "iterate"):
+            return _optional_access(c)
+        return _try(c)
     if k == "try":
         if n.children[1] is not None:
             raise Unsupported("catch")  # the caught value is libjq's message
@@ -550,6 +553,42 @@ def _compile(n: Node) -> Fn:
     if k == "call":
         return _call(n)
     raise Unsupported(k)
+
+
+def _optional_access(n: Node) -> Fn:
+    """`.a?`, `x[k]?`, `x[a:b]?`, `x[]?`: only the access itself may fail quietly (libjq's
+    INDEX_OPT / EACH_OPT); an error in `x` or `k` is still an error."""
+    target = _compile(n.children[0])
+    if n.kind == "iterate":
+        def each(v: Any, env: Env) -> list[Any]:
+            out: list[Any] = []
+            for t in target(v, env):
+                try:
+                    out += _iterate(t)
+                except JqError:
+                    pass
+            return out
+
+        return each
+    if n.kind == "slice":
+        raise Unsupported("optional slice")
+    if n.kind == "field":
+        name = n.value
+        keyfn: Fn = lambda v, env: [name]  # noqa: E731
+    else:
+        keyfn = _compile(n.children[1])
+
+    def access(v: Any, env: Env) -> list[Any]:
+        out: list[Any] = []
+        for k in keyfn(v, env):
+            for t in target(v, env):
+                try:
+                    out.append(_index(t, k))
+                except JqError:
+                    pass
+        return out
+
+    return access
 
 
 def _try(node: Node) -> Fn:
@@ -811,6 +850,8 @@ def _fallback() -> Any:
 
 def _list(v: Any) -> list[Any]:
     if type(v) is not list:
+        if type(v) is dict:
+            raise Fallback  # some array builtins walk an object's values: libjq's rules
         raise JqError
     return v
 
@@ -871,7 +912,7 @@ def _call(n: Node) -> Fn:
 
         def gsub(v: Any, env: Env) -> list[Any]:
             if type(v) is not str:
-                raise JqError
+                raise Fallback
             return [rx.sub(repl, v)]
 
         return gsub
@@ -959,19 +1000,21 @@ def _apply(name: str, v: Any, x: Any) -> Any:
             return x in v
         if type(v) is list and _num(x):
             return 0 <= x < len(v)
-        raise JqError
+        raise Fallback  # `null | has(k)` is false to libjq: its rules for the odd cases
     if name == "contains":
         return _contains(v, x)
     if name == "error":
         raise JqError
     if name == "join":
-        xs = _list(v)
+        if type(v) is not list:
+            raise Fallback
+        xs = v
         if type(x) is not str or not all(type(e) is str for e in xs):
             raise Fallback
         return x.join(xs)
     if type(v) is not str or type(x) is not str:
         if name in ("ltrimstr", "rtrimstr"):
-            return v  # a non-string input or argument: returned as is
+            raise Fallback  # libjq returns some non-strings as they are and fails on others
         raise JqError
     if name == "startswith":
         return v.startswith(x)
