@@ -28,11 +28,7 @@ from .conftest import NS, Fleet, settled, wait_synced
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
-from . import ui_fixtures
-
-# the browser fixtures (tests/ui's, through ui_fixtures)
-browser, new_page, page, shots, timings = (ui_fixtures.browser, ui_fixtures.new_page, ui_fixtures.page,
-                                           ui_fixtures.shots, ui_fixtures.timings)
+# browser, new_page, page, shots, timings: suite-wide fixtures (tests/ui/browser.py)
 
 LIVE_MS = 10000  # a change in a cluster must be on screen within this, without a reload
 

@@ -1,133 +1,19 @@
-"""The web UI in a real browser: Debian's Chromium driven by Playwright (no browser download),
+"""The web UI in a real browser (the browser fixtures: tests/ui/browser.py, registered suite-wide),
 against `wlmap serve` processes backed by the suite's real kube-apiserver (the `apiserver`,
 `kubectl`, `service` and `secured` fixtures, registered suite-wide by tests/conftest.py).
-
-Screenshots of every page (1440x900) go to a folder of the test run (printed at the end; set
-WLMAP_SCREENSHOTS_DIR to choose it).  With WLMAP_UPDATE_SCREENSHOTS=1 the README's pictures in
-docs/screenshots/ are refreshed too.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-# apiserver, kubectl, service, secured: suite-wide fixtures (tests/conftest.py)
+# apiserver, kubectl, service, secured, browser, page, shots...: suite-wide fixtures (tests/conftest.py)
 from ..cluster.kubeobjects import Kubectl
 from ..service.conftest import Server
 from . import world as world_mod
-
-ROOT = Path(__file__).resolve().parents[2]
-DOCS_SHOTS = ROOT / "docs" / "screenshots"
-DOCS_NAMES = {"ui-list", "ui-workload", "ui-interpret"}
-CHROMIUM = os.environ.get("WLMAP_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1440, "height": 900}
-_shots_dir: list[Path] = []
-
-
-def _missing(reason: str) -> None:
-    # `make test` (CI) sets WLMAP_REQUIRE_KUBE=1: there a missing browser is a failure, not a skip.
-    if os.environ.get("WLMAP_REQUIRE_BROWSER") == "1" or os.environ.get("WLMAP_REQUIRE_KUBE") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed (pip install -e '.[test]')")
-    if not Path(CHROMIUM).exists():
-        _missing(f"{CHROMIUM} is missing (apt-get install chromium)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-class Page:
-    """A fresh browser context (its own sessionStorage) at 1440x900; uncaught script errors
-    fail the test."""
-
-    def __init__(self, browser: Any, viewport: dict[str, int]):
-        self.context = browser.new_context(viewport=viewport)
-        self.context.set_default_timeout(15000)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-
-@pytest.fixture()
-def new_page(browser: Any) -> Iterator[Callable[..., Any]]:
-    made: list[Page] = []
-
-    def make(viewport: dict[str, int] | None = None) -> Any:
-        p = Page(browser, viewport or VIEWPORT)
-        made.append(p)
-        return p.page
-
-    yield make
-    errors = [e for p in made for e in p.errors]
-    for p in made:
-        p.context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
-
-
-@pytest.fixture()
-def page(new_page: Callable[..., Any]) -> Any:
-    return new_page()
-
-
-@pytest.fixture(scope="session")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any, str], Path]:
-    chosen = os.environ.get("WLMAP_SCREENSHOTS_DIR")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("ui-screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    _shots_dir.append(folder)
-    update = os.environ.get("WLMAP_UPDATE_SCREENSHOTS") == "1"
-
-    def shoot(page: Any, name: str) -> Path:
-        page.evaluate("document.fonts.ready")
-        page.wait_for_timeout(150)  # let the last layout settle
-        path = folder / f"{name}.png"
-        page.screenshot(path=str(path))
-        if update and name in DOCS_NAMES:
-            DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, DOCS_SHOTS / path.name)
-        return path
-
-    return shoot
-
-
-_timings: list[tuple[str, float]] = []
-
-
-@pytest.fixture(scope="session")
-def timings() -> Callable[[str, float], None]:
-    """Record how long a change in the cluster took to show in the browser (printed at the end)."""
-
-    def note(what: str, seconds: float) -> None:
-        _timings.append((what, seconds))
-        print(f"{what}: {seconds * 1000:.0f} ms")
-
-    return note
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _shots_dir and any(_shots_dir[0].glob("*.png")):
-        terminalreporter.write_line(f"UI screenshots: {_shots_dir[0]}")
-    if _timings:
-        terminalreporter.write_line("UI live updates, change in the API server -> visible in Chromium:")
-        for what, seconds in _timings:
-            terminalreporter.write_line(f"  {seconds * 1000:6.0f} ms  {what}")
 
 
 @pytest.fixture(scope="session")
