@@ -162,9 +162,6 @@ class Batch:
         self._fast, self._capped = self._compile()
         self.native: list[Program | None] = [None if i in self.compile_errors else compile_expression(t)
                                              for i, t in enumerate(self.texts)]
-        # when every expression runs natively (or is a compile error), libjq is needed only
-        # for the inputs the native code hands back
-        self.all_native = all(p is not None or i in self.compile_errors for i, p in enumerate(self.native))
 
     def _sources(self) -> tuple[str, str]:
         fast, capped = [], []

@@ -442,27 +442,13 @@ def _compile(n: Node) -> Fn:
     one = _one(n)
     if one is not None:
         return lambda v, env: [one(v, env)]
+    # Identity, literals, variables, arrays and paths from `.` always have the one-output form.
     k = n.kind
-    if k == "identity":
-        return lambda v, env: [v]
-    if k in ("null", "true", "false", "number", "string"):
-        const = {"null": None, "true": True, "false": False}.get(k) if k != "number" and k != "string" else None
-        if k == "number":
-            const = float(n.value) if any(c in n.value for c in ".eE") else int(n.value)
-            try:
-                const = _out(const)
-            except Fallback:
-                raise Unsupported("a number literal beyond 1e17") from None
-        elif k == "string":
-            const = n.value
-        return lambda v, env: [const]
     if k == "paren":
         return _compile(n.children[0])
     if k == "field" or k == "index":
         base, keys = _path_chain(n)
-        if keys:  # `.a.b["c"][0]`: one walk down the constant keys
-            if base.kind == "identity":
-                return lambda v, env: [_walk(v, keys)]
+        if keys:  # `x.a.b["c"][0]` over a many-valued `x`: one walk down the constant keys each
             target = _compile(base)
             return lambda v, env: [_walk(t, keys) for t in target(v, env)]
     if k == "field":
@@ -499,24 +485,6 @@ def _compile(n: Node) -> Fn:
         if n.children[1] is not None:
             raise Unsupported("catch")  # the caught value is libjq's message
         return _try(n.children[0])
-    if k == "var":
-        name = n.value
-        if name == "$ENV":
-            return lambda v, env: [{}]
-        if name == "$__loc__" or "::" in name:
-            raise Unsupported(name)
-
-        def var(v: Any, env: Env) -> list[Any]:
-            if name not in env:
-                raise Fallback  # libjq reports the compile error
-            return [env[name]]
-
-        return var
-    if k == "array":
-        if not n.children:
-            return lambda v, env: [[]]
-        body = _compile(n.children[0])
-        return lambda v, env: [body(v, env)]
     if k == "object":
         return _object(n)
     if k == "interp":
@@ -644,7 +612,7 @@ def _object(n: Node) -> Fn:
                 raise Unsupported("variable key")
             name = key.value
             kconst, kfn = name[1:], None
-            entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _missing()))(name)))
+            entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _fallback()))(name)))
             continue
         elif key.kind in ("paren", "interp"):
             kconst, kfn = None, _compile(key)
@@ -669,10 +637,6 @@ def _object(n: Node) -> Fn:
         return [out]
 
     return build
-
-
-def _missing() -> list[Any]:
-    raise Fallback
 
 
 def _binop(n: Node) -> Fn:
