@@ -45,7 +45,6 @@ from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
 from ..fleet.member import Member
-from ..fleet.specs import SpecError
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore, summary
@@ -359,9 +358,6 @@ class Service:
             return sorted(cluster.fleet.members.values(), key=lambda m: m.name)
         return [self.member(n.strip()) for n in dict.fromkeys(names.split(",")) if n.strip()]
 
-    def use_model(self, member: Member) -> bool:
-        return member.model is not None and self.store.ready() and member.model.synced
-
     async def describe(self, member: Member, namespace: str, name: str, kind: str | None, api_version: str | None,
                        pods: bool, state: dict[str, Any]) -> Response:
         allow = self.allow_for(state, member)
@@ -383,7 +379,9 @@ class Service:
         if ref.get("cluster") is None and self.fleet_mode:  # the one cluster that has it
             member = await fleet_reads.find_in_fleet(self.members(None), ref.get("namespace") or "", ref["name"],
                                                      ref["kind"], ref["apiVersion"],
-                                                     lambda m: self.allow_for(request_state, m), self.use_model)
+                                                     lambda m: self.allow_for(request_state, m),
+                                                     lambda m: self.model(ref["kind"], ref["apiVersion"],
+                                                                          ref.get("namespace"), m))
         else:
             member = self.member(ref.get("cluster"), "object references")
         allow = self.allow_for(request_state, member)
@@ -630,7 +628,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # no cluster named: the one cluster that holds it (the service's own is no default here,
             # so one name means one workload across the fleet, or a 409 naming the clusters)
             member = await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, apiVersion,
-                                                     lambda m: service.allow_for(state, m), service.use_model)
+                                                     lambda m: service.allow_for(state, m),
+                                                     lambda m: service.model(kind, apiVersion, namespace, m))
         else:
             member = service.member(cluster)
         if watch:
@@ -693,7 +692,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                                        namespace or None, kind,
                                                        lambda m: service.allow_for(state, m))
             result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
-                                                       lambda m: service.allow_for(state, m), service.use_model)
+                                                       lambda m: service.allow_for(state, m),
+                                                       lambda m: service.model(kind, None, namespace or None, m))
         state["items"] = len(result["items"])
         return _dumps(result)
 

@@ -14,11 +14,15 @@ from typing import Any
 
 from ..cluster.workloads import Allow, LookupFailed, sort_rows
 from ..fleet.member import Member
+from ..model.live import LiveModel
 from .problems import ProblemError
 
 READ_BOUND = 5.0  # seconds one cluster may take for its part of an aggregate read
 
 AllowFor = Callable[[Member], Allow]
+# The cluster's live model when it can answer this read from memory, else None (read directly):
+# the service's one decision for every read (Service.model).
+ModelFor = Callable[[Member], "LiveModel | None"]
 
 
 def unavailable(member: Member) -> ProblemError:
@@ -39,10 +43,9 @@ def _labelled(rows: list[dict[str, Any]], member: Member) -> list[dict[str, Any]
 
 
 async def member_summaries(member: Member, namespace: str | None, kind: str | None, allow: Allow,
-                           use_model: bool) -> dict[str, Any]:
+                           model: LiveModel | None) -> dict[str, Any]:
     """One cluster's part of GET /workloads (raises ProblemError when it has nothing to give)."""
-    model = member.model
-    if use_model and model is not None:
+    if model is not None:
         out = await model.summaries(namespace, kind, allow=allow)
     elif member.available and member.workloads is not None:
         out = await member.workloads.summaries(namespace, kind, allow=allow)
@@ -55,10 +58,10 @@ async def member_summaries(member: Member, namespace: str | None, kind: str | No
 
 
 async def fleet_summaries(members: list[Member], namespace: str | None, kind: str | None, allow_for: AllowFor,
-                          use_model: Callable[[Member], bool]) -> dict[str, Any]:
+                          model_for: ModelFor) -> dict[str, Any]:
     async def one(m: Member) -> dict[str, Any] | Exception:
         try:
-            return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), use_model(m)),
+            return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), model_for(m)),
                                           READ_BOUND)
         except asyncio.TimeoutError:
             return ProblemError(503, "cluster-slow", "Cluster too slow",
@@ -97,7 +100,7 @@ async def fleet_summaries(members: list[Member], namespace: str | None, kind: st
 
 async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: str | None,
                         api_version: str | None, allow_for: AllowFor,
-                        use_model: Callable[[Member], bool]) -> Member:
+                        model_for: ModelFor) -> Member:
     """The one cluster holding the workload the caller may see (409 naming the candidates, each
     with its cluster, when several do)."""
     down: list[Member] = []
@@ -106,9 +109,10 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
         return {"cluster": m.name, "apiVersion": api, "kind": k, "namespace": namespace, "name": name}
 
     async def holds(m: Member) -> dict[str, Any] | None:
-        if use_model(m) and m.model is not None:
+        model = model_for(m)
+        if model is not None:
             try:
-                kw, obj = m.model.resolve(namespace, name, kind, api_version)
+                kw, obj = model.resolve(namespace, name, kind, api_version)
             except LookupFailed as e:  # ambiguous there: that cluster answers (with its 409)
                 return ref(m, api_version or "", kind or "") if e.status == 409 else None
             res = kw.resource

@@ -245,3 +245,18 @@ def test_direct_reads_over_the_fleet(fleet: Fleet, fleet_service: Server) -> Non
             assert c.get("/workloads", params={"watch": "true"}).status_code == 400  # streams need the model
     finally:
         s.stop()
+
+
+def test_a_namespace_outside_the_models_is_read_from_each_cluster(fleet: Fleet) -> None:
+    """With --watch-namespace, a list of another namespace is read from the API servers, in every
+    cluster, as a one-cluster service does (not answered empty from models that do not hold it)."""
+    s = Server(*fleet_args(fleet, "--auth", "none", "--watch-namespace", "elsewhere"))
+    try:
+        wait_synced(s, ["a", "b", "c"])
+        got = httpx.get(s.url + "/workloads", params={"namespace": NS}, timeout=30).json()
+        assert rows(got) == sorted((n, w) for n, ws in fleet.made.items() for w in ws)
+        assert got["freshness"]["source"] == "direct"
+        one = httpx.get(s.url + f"/workloads/{NS}/train-c", timeout=30).json()
+        assert one["cluster"] == "c" and one["freshness"]["source"] == "direct"
+    finally:
+        s.stop()
