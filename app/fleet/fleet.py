@@ -237,12 +237,13 @@ class Fleet:
                     # them (a one-cluster service marks nothing, so it has nothing to restate)
                     for row in m.rows():
                         self.events.publish("MODIFIED", row_key(row), row, ("", ""), m.name)
-            for item in self.items():
-                cmp = {k: v for k, v in item.items() if k != "checkedAt"}
+            items = self.items()
+            for item in items:
                 before = self._items.get(item["name"])
-                if before is None or {k: v for k, v in before.items() if k != "checkedAt"} != cmp:
+                if before is None or {**before, "checkedAt": None} != {**item, "checkedAt": None}:
                     self._publish_cluster(item["name"], item)
-            for name in [n for n in self._items if n not in {i["name"] for i in self.items()}]:
+            present = {i["name"] for i in items}
+            for name in [n for n in self._items if n not in present]:
                 self._publish_cluster(name, None)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), 1.0)

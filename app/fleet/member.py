@@ -48,6 +48,7 @@ class Member:
         self.checked_at: float | None = None  # wall time of the last probe
         self.since = time.time()  # when `reachable` last changed
         self.invalid: str | None = None  # a newer spec of this cluster that could not be used (kept the old)
+        self._server: str | None = None  # the kubeconfig's server URL, while not connected
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         if kube is not None:
@@ -135,10 +136,7 @@ class Member:
         return self.model.synced if self.model is not None else self.reachable
 
     def rows(self) -> list[dict[str, Any]]:
-        model = self.model
-        if model is None:
-            return []
-        return [st.row for st in model.states.values() if st.row is not None]
+        return [row for row, _ in self.model.rows()] if self.model is not None else []
 
     def status(self) -> dict[str, Any]:
         """The /clusters item: no credential, only what the kubeconfig says of the server."""
@@ -151,7 +149,12 @@ class Member:
             p = by_phase.setdefault(str(r.get("phase") or "Unknown"), {"workloads": 0, "gpus": 0})
             p["workloads"] += 1
             p["gpus"] += g
-        server = self.kube.host if self.kube is not None else self.spec.server()
+        if self.kube is not None:
+            server = self.kube.host
+        else:  # not connected: what its kubeconfig names, read once (the status is asked every second)
+            if self._server is None:
+                self._server = self.spec.server() or ""
+            server = self._server or None
         error = self.last_error
         if error is None and self.invalid:
             error = self.invalid

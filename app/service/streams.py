@@ -196,8 +196,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
 
 
 def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
-    return [Event(0, "ADDED", row_key(st.row), st.row, cluster=cluster) for st in model.states.values()
-            if st.row is not None]
+    return [Event(0, "ADDED", row_key(row), row, cluster=cluster) for row, _ in model.rows()]
 
 
 async def list_stream(request: Request, model: LiveModel, namespace: str | None, kind: str | None,
