@@ -1,6 +1,6 @@
 """The browser for the UI tests, suite-wide (tests/conftest.py registers this module): Debian's
-Chromium driven by Playwright (no browser download), one per test session, shared by tests/ui
-and tests/fleet (Playwright's sync API runs one instance per thread).
+Chromium driven by Playwright (no browser download), one per test module, for tests/ui and
+tests/fleet (Playwright's sync API runs one instance per thread, so each closes before the next).
 
 Screenshots of every page (1440x900) go to a folder of the test run (printed at the end; set
 WLMAP_SCREENSHOTS_DIR to choose it).  With WLMAP_UPDATE_SCREENSHOTS=1 the README's pictures in
@@ -34,8 +34,10 @@ def _missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One browser per test module: Playwright's sync API keeps an event loop running in this
+    thread while it is open, which later tests' asyncio.run() must not meet."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
