@@ -1,13 +1,13 @@
 """One workload object + its definition (+ optional pods) -> the interpretation contract.
 
-Data flow: prepare the input text once -> one batched jq run -> per-component extraction
-(instances.py) and root status (status.py) -> tree with per-pod requests and totals
-(requests.py) -> gang hints (gang.py) -> pod attribution when pods are given (attribution.py).
+Data flow: prepare the input once (inputs.py) -> one batched evaluation (native, libjq for
+the rest) -> per-component extraction (instances.py) and root status (status.py) -> tree with
+per-pod requests and totals (requests.py) -> gang hints (gang.py) -> pod attribution when pods
+are given (attribution.py).
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from ..karta.load import Definition
 from ..karta.model import ComponentDefinition
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
+from .inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
 from .gang import ComponentFailed, group_pods, pod_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .jqbatch import Result
@@ -27,11 +28,6 @@ from .pods import PodInput
 from .quantity import QuantityError
 from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
 from .status import evaluate_status
-from .values import normalize
-from ..jqlang.paths import project
-
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
 
 class InterpretationError(Exception):
     """The definition could not be applied to this object; `errors` name path and expression."""
@@ -39,41 +35,6 @@ class InterpretationError(Exception):
     def __init__(self, title: str, errors: list[dict[str, Any]]):
         super().__init__(title + ": " + "; ".join(e["message"] for e in errors))
         self.title, self.errors = title, errors
-
-
-def strip_noise(obj: dict[str, Any]) -> dict[str, Any]:
-    """Drop what no expression reads but doubles the size jq must parse (shallow copies)."""
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or ("managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})):
-        return obj
-    meta = dict(meta)
-    meta.pop("managedFields", None)
-    ann = meta.get("annotations")
-    if isinstance(ann, dict) and LAST_APPLIED in ann:
-        meta["annotations"] = {k: v for k, v in ann.items() if k != LAST_APPLIED}
-    return dict(obj, metadata=meta)
-
-
-# Integral floats (orjson prints 2.0 as "2.0") and integers beyond 2^53: the only numbers whose
-# text differs from what the reference's float64 round trip gives.  Rare, so look before walking.
-_INTEGRAL_FLOAT = re.compile(rb"\d\.0[,}\]]")
-_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER  # ints beyond 2^53 raise: normalise them
-
-
-def input_text(obj: Any, strip: bool, projection: Any = True) -> str:
-    """The JSON text jq parses: only what expressions can read (`projection`), else without
-    the API server's bookkeeping; gojq-equivalent numbers; sorted keys (gojq iterates sorted)."""
-    if projection is not True and isinstance(obj, dict):
-        obj = project(obj, projection)
-    elif strip and isinstance(obj, dict):
-        obj = strip_noise(obj)
-    try:
-        raw = orjson.dumps(obj, option=_DUMP)
-    except TypeError:  # an integer beyond 2^53: the reference sees it through float64
-        raw = b""
-    if not raw or (b".0" in raw and _INTEGRAL_FLOAT.search(raw)):
-        raw = orjson.dumps(normalize(obj), option=orjson.OPT_SORT_KEYS)
-    return raw.decode()
 
 
 def _results(cd_batch_index: dict[str, int], row: list[Result]) -> dict[str, Result]:
@@ -337,9 +298,9 @@ def pod_problems(pod: Any) -> list[dict[str, Any]]:
     return errs
 
 
-def _checked_text(obj: Any, cd: CompiledDefinition | None, strip: bool = True) -> str:
+def _checked_input(obj: Any, cd: CompiledDefinition | None, strip: bool = True) -> Input:
     try:
-        return input_text(obj, cd.strip_noise if cd else strip, cd.projection if cd else True)
+        return prepare(obj, cd.strip_noise if cd else strip, cd.projection if cd else True)
     except (OverflowError, TypeError, ValueError) as e:
         raise InterpretationError("the object holds a number the reference cannot read (beyond float64)",
                                   [{"path": "", "message": str(e)}]) from None
@@ -363,23 +324,24 @@ def phase_of(result: dict[str, Any]) -> str:
 
 Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch, expression index)
 
-# jq results by (definition, projected input text): schedulers re-interpret unchanged workloads
-# every placement round, and the projected text is exactly what jq would see, so equal text
-# means equal results.  Only the jq stage is reused; the rest always runs on the object itself.
-_jq_results: LRUCache[tuple[str, str], list[Result]] = LRUCache(maxsize=2048)
+# jq results by (definition, input key): schedulers re-interpret unchanged workloads every
+# placement round, and the key holds exactly what the expressions can read (inputs.py), so
+# equal keys mean equal results.  Only the jq stage is reused; the rest always runs on the
+# object itself.
+_jq_results: LRUCache[tuple[str, bytes | str], list[Result]] = LRUCache(maxsize=2048)
 _jq_results_lock = threading.Lock()
 JQ_RESULT_CACHE = True  # the benchmark turns it off to measure cold evaluations
 
 
-def _workload_results(cd: CompiledDefinition, text: str, progress: Progress | None) -> list[Result]:
-    key = (cd.definition.digest, text)
+def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | None) -> list[Result]:
+    key = (cd.definition.digest, inp.key)
     cacheable = JQ_RESULT_CACHE and not cd.time_dependent
     if cacheable:
         with _jq_results_lock:
             hit = _jq_results.get(key)
         if hit is not None:
             return hit
-    row = cd.workload.run(text, (lambda i: progress(0, i)) if progress else None)
+    row = cd.workload.run(inp, (lambda i: progress(0, i)) if progress else None)
     if cacheable:
         with _jq_results_lock:
             _jq_results[key] = row
@@ -402,8 +364,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     if bad:
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     cd = compiled(definition)
-    text = _checked_text(obj, cd)
-    results = _results(cd.workload_index, _workload_results(cd, text, progress))
+    results = _results(cd.workload_index, _workload_results(cd, _checked_input(obj, cd), progress))
 
     # Status, each component and the gang are computed independently (the reference's status
     # call does not depend on its tree build): whatever computes is returned, the rest is named.
@@ -459,8 +420,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
 
 def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, Any], pods: list[dict[str, Any]],
                owner_id: str, progress: Progress | None) -> None:
-    texts = [_checked_text(p, None) for p in pods]
-    rows = cd.pods.run_many(texts, (lambda i: progress(1, i)) if progress else None)
+    rows = cd.pods.run_many([_checked_input(p, None) for p in pods], (lambda i: progress(1, i)) if progress else None)
     inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
     if out["gang"]:
         per_pod = [pod_gang(cd, values, p, owner_id) for p in inputs]

@@ -29,6 +29,7 @@ import jq
 import orjson
 
 from ..jqlang import JqParseError, parse, walk
+from .inputs import Input
 from .native import Fallback, Program, compile_expression
 
 # Expressions the native evaluator covers run in Python on the parsed input (native.py); the
@@ -77,7 +78,6 @@ PRELUDE = (
     "{} as $ENV | "
 )
 
-_EXPONENT = re.compile(r"[0-9][eE]")  # a number in exponent form (or text that looks like one)
 _NOT_DEFINED = re.compile(r"(\$?[A-Za-z_][A-Za-z0-9_:]*(?:/\d+)?) is not defined")
 
 # Functions that libjq has and gojq (the upstream engine) does not: a compile error upstream.
@@ -203,33 +203,34 @@ class Batch:
                                 f"query results exceed the allowed number {MAX_RESULTS}")
         return Result(values)
 
-    def run(self, text: str, progress: Callable[[int], None] | None = None) -> list[Result]:
-        """Evaluate every expression over one JSON text. `progress(i)` is called before
-        expression i starts (i == len(texts) when done)."""
+    def run(self, text: str | Input, progress: Callable[[int], None] | None = None) -> list[Result]:
+        """Evaluate every expression over one input (an Input, or JSON text). `progress(i)` is
+        called before expression i starts (i == len(texts) when done)."""
         return self.run_many([text], progress)[0] if self.texts else []
 
-    def run_many(self, texts: list[str], progress: Callable[[int], None] | None = None) -> list[list[Result]]:
-        """Evaluate every expression over each JSON text, in one libjq call."""
+    def run_many(self, inputs: list[str] | list[Input], progress: Callable[[int], None] | None = None) -> list[list[Result]]:
+        """Evaluate every expression over each input: natively where it can, the rest in one
+        libjq call."""
         n = len(self.texts)
-        if not n or not texts:
-            return [[] for _ in texts]
-        if NATIVE and any(p is not None for p in self.native):
-            return self._run_native(texts, progress)
-        return self._run_jq(texts, progress)
+        if not n or not inputs:
+            return [[] for _ in inputs]
+        prepared = [x if isinstance(x, Input) else Input.of_text(x) for x in inputs] if NATIVE else None
+        if prepared is not None and any(p is not None for p in self.native):
+            return self._run_native(prepared, progress)
+        return self._run_jq([x.text() if isinstance(x, Input) else x for x in inputs], progress)
 
     def _run_jq(self, texts: list[str], progress: Callable[[int], None] | None) -> list[list[Result]]:
         rows = self._run_fast(texts, progress)
         return rows if rows is not None else self._run_capped(texts, progress)
 
-    def _run_native(self, texts: list[str], progress: Callable[[int], None] | None) -> list[list[Result]]:
-        """Native programs on the parsed inputs; libjq for the rest (the expressions it does not
-        cover, and any input a native program hands back), one libjq run per such input."""
+    def _run_native(self, inputs: list[Input], progress: Callable[[int], None] | None) -> list[list[Result]]:
+        """Native programs on the inputs' values; libjq for the rest (the expressions it does
+        not cover, and any input a native program hands back), one libjq run per such input."""
         n = len(self.texts)
         rows: list[list[Result | None]] = []
         pending: list[int] = []  # inputs that need libjq for at least one expression
-        for d, text in enumerate(texts):
-            value = orjson.loads(text)
-            exponents = _EXPONENT.search(text) is not None
+        for d, inp in enumerate(inputs):
+            value, exponents = inp.value, inp.exponents
             row: list[Result | None] = [None] * n
             for i, prog in enumerate(self.native):
                 if prog is None:
@@ -242,11 +243,11 @@ class Batch:
                     row[i] = Result(prog.run(value, exponents))
                 except Fallback:
                     pass
-            if any(r is None for r in row):
+            if None in row:
                 pending.append(d)
             rows.append(row)
         if pending:
-            for d, jq_row in zip(pending, self._run_jq([texts[d] for d in pending], progress)):
+            for d, jq_row in zip(pending, self._run_jq([inputs[d].text() for d in pending], progress)):
                 rows[d] = [r if r is not None else jq_row[i] for i, r in enumerate(rows[d])]
         elif progress is not None:
             progress(n)

@@ -14,8 +14,12 @@ caller evaluates that expression for that input with libjq, as before.  The diff
 run every catalog expression on every fixture, and random ones, through both paths (and gojq).
 
 Nothing here can run away: no recursion, `range`, `until`, `while`, `repeat` or user functions
-are compiled, so every loop is bounded by the input's size, and the evaluation deadline that
-guards libjq is not needed on this path.
+are compiled, so every loop is bounded by the input's size, and products of iterations share
+one budget of outputs per evaluation (BUDGET): past it the expression goes to libjq, which the
+evaluation deadline cuts, naming the expression, as before.
+
+The closures are the reference form.  codegen.py turns the commonest shapes into Python source
+(one function per expression, no call per node) and embeds these closures for the rest.
 """
 
 from __future__ import annotations
@@ -173,7 +177,7 @@ def _add(a: Any, b: Any) -> Any:
     if b is None:
         return a
     if _num(a) and _num(b):
-        return a + b
+        return _out(a + b)  # 1.5 + 1.5 prints as 3 through libjq's text
     if type(a) is str and type(b) is str:
         return a + b
     if type(a) is list and type(b) is list:
@@ -270,12 +274,19 @@ def _walk(t: Any, keys: list[Any]) -> Any:
     return t
 
 
-_SPREAD = 100_000  # outputs one pipe may build: past that (a product of iterations), libjq streams it
+# Outputs the pipes and bindings of one evaluation may build in all: past that (a product of
+# iterations), the native path stops and libjq streams the expression under its output cap and
+# the evaluation deadline.  Counted across the whole evaluation, inner pipes first, so nothing
+# is built far beyond it: a runaway product hands back within milliseconds.
+BUDGET = 100_000
+_BUDGET = ""  # the env key of the countdown (no jq variable is named "")
 
 
-def _bounded(out: list[Any]) -> list[Any]:
-    if len(out) > _SPREAD:
-        raise Fallback  # libjq streams it under its output cap and the evaluation deadline
+def _bounded(out: list[Any], env: Env) -> list[Any]:
+    left = env[_BUDGET]
+    left[0] -= len(out)
+    if left[0] < 0:
+        raise Fallback
     return out
 
 
@@ -643,7 +654,9 @@ def _binop(n: Node) -> Fn:
     op = n.value
     left, right = _compile(n.children[0]), _compile(n.children[1])
     if op == "|":
-        return lambda v, env: _bounded([y for x in left(v, env) for y in right(x, env)])
+        if _at_most_one(n.children[1]):  # no product: at most the left side's outputs
+            return lambda v, env: [y for x in left(v, env) for y in right(x, env)]
+        return lambda v, env: _bounded([y for x in left(v, env) for y in right(x, env)], env)
     if op == ",":
         return lambda v, env: left(v, env) + right(v, env)
     if op == "//":  # errors on the left are errors (libjq and gojq alike), not "no value"
@@ -697,7 +710,9 @@ def _bind(n: Node) -> Fn:
         raise Unsupported("destructuring")
     name = patterns[0].value
     src, b = _compile(source), _compile(body)
-    return lambda v, env: _bounded([y for x in src(v, env) for y in b(v, {**env, name: x})])
+    if _at_most_one(body):
+        return lambda v, env: [y for x in src(v, env) for y in b(v, {**env, name: x})]
+    return lambda v, env: _bounded([y for x in src(v, env) for y in b(v, {**env, name: x})], env)
 
 
 def _reduce(n: Node) -> Fn:
@@ -1034,17 +1049,21 @@ class Program:
     def run(self, value: Any, exponents: bool = True) -> list[Any]:
         """`exponents`: the input may hold numbers in exponent form (libjq prints a large
         integral one back as digits): the outputs are then normalised as libjq's would be."""
-        out = self.fn(value, {})
+        out = self.fn(value, {_BUDGET: [BUDGET]})
         if len(out) >= MAX_RESULTS:
             raise Fallback  # libjq's capped run words the error
         return [_out(x) for x in out] if exponents else out
 
 
 def compile_expression(text: str) -> Program | None:
-    """The native form of an expression, or None when it is outside the subset."""
+    """The native form of an expression (generated Python, see codegen.py), or None when it is
+    outside the subset."""
+    from .codegen import generate
+
     try:
         tree = parse(text)
-        return Program(text, _compile(tree))
+        _compile(tree)  # the subset is the closures' (and generated code embeds them)
+        return Program(text, generate(tree)[1])
     except (Unsupported, JqParseError, RecursionError):
         return None
 

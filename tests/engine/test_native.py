@@ -16,9 +16,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.engine import interpret as interpret_mod
 from app.engine import jqbatch, native
 from app.engine.compiled import _forced_compile_errors, compiled, expression_texts
-from app.engine.interpret import input_text
+from app.engine.inputs import Input, input_text, prepare
+from app.engine.interpret import InterpretationError, interpret
+from app.jqlang.paths import project
 from app.karta.load import load_builtin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,12 +34,15 @@ def libjq(expr: str, value: Any) -> jqbatch.Result:
 
 
 def natively(expr: str, value: Any) -> list[Any] | None:
-    """The native answer, or None when it hands the expression (or this input) back."""
+    """The native answer, or None when it hands the expression (or this input) back.  The input
+    is prepared as the engine prepares it: the value itself, or parsed text when it holds an
+    integral float."""
     prog = native.compile_expression(expr)
     if prog is None:
         return None
+    inp = prepare(value, False)
     try:
-        return prog.run(orjson.loads(input_text(value, False)))
+        return prog.run(inp.value, inp.exponents)
     except native.Fallback:
         return None
 
@@ -45,7 +51,9 @@ def same(expr: str, value: Any) -> list[Any] | None:
     got, want = natively(expr, value), libjq(expr, value)
     if got is not None:
         assert want.ok, (expr, value, got, want.error)
-        assert got == want.values and json.dumps(got) == json.dumps(want.values), (expr, value, got, want.values)
+        # the same values, numbers typed alike (3, not 3.0); objects keep the input's key order
+        assert got == want.values and json.dumps(got, sort_keys=True) == json.dumps(want.values, sort_keys=True), \
+            (expr, value, got, want.values)
     return got
 
 
@@ -83,18 +91,22 @@ def test_every_catalog_expression_on_every_fixture_agrees() -> None:
                 continue
             batch = jqbatch.Batch(texts, _forced_compile_errors(texts))
             for obj in inputs:
-                text = input_text(obj, cd.strip_noise if proj is not True else True, proj)
+                strip = cd.strip_noise if proj is not True else True
+                text = input_text(obj, strip, proj)
                 want = batch._run_jq([text], None)[0]
-                got = batch._run_native([text], None)[0]  # natively where it can, libjq for the rest
+                # What native programs read of the object (the whole interpretation, which reads
+                # the object itself, is compared below)
+                inp = prepare(project(obj, proj) if proj is not True else obj, strip, proj)
+                got = batch._run_native([inp], None)[0]  # natively where it can, libjq for the rest
                 assert [(r.values, r.error) for r in got] == [(r.values, r.error) for r in want], d.name
-                value = orjson.loads(text)
+                value = inp.value
                 for i, prog in enumerate(batch.native):
                     if prog is None:
                         if i not in batch.compile_errors:
                             not_covered.add(texts[i])
                         continue
                     try:
-                        prog.run(value)
+                        prog.run(value, inp.exponents)
                         evaluated += 1
                     except native.Fallback:
                         handed_back += 1
@@ -102,6 +114,32 @@ def test_every_catalog_expression_on_every_fixture_agrees() -> None:
     assert evaluated > 5000 and handed_back < evaluated / 100, (evaluated, handed_back)
     assert all(native.why_not(t) for t in not_covered)
     assert len(not_covered) <= 2, sorted(not_covered)
+
+
+def _interpretation(obj: dict[str, Any], d: Any, pods: list[dict[str, Any]]) -> Any:
+    try:
+        return orjson.dumps(interpret(obj, d, pods), option=orjson.OPT_SORT_KEYS)
+    except InterpretationError as e:
+        return e.title, e.errors
+
+
+def test_every_catalog_fixture_interprets_alike_natively_and_through_libjq(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Native programs read the object itself (pod templates whole, not projected): the
+    interpretation, with pods, must still be the libjq path's to the byte."""
+    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", False)
+    compared = 0
+    for d in load_builtin():
+        if not d.valid:
+            continue
+        objs, pods = _fixtures(d)
+        for obj in objs:
+            got = _interpretation(obj, d, pods)
+            monkeypatch.setattr(jqbatch, "NATIVE", False)
+            want = _interpretation(obj, d, pods)
+            monkeypatch.setattr(jqbatch, "NATIVE", True)
+            assert got == want, (d.name, (obj.get("metadata") or {}).get("name"))
+            compared += 1
+    assert compared > 300, compared
 
 
 # -- gojq semantics, case by case ----------------------------------------------------------
@@ -168,12 +206,13 @@ def test_what_it_cannot_vouch_for_goes_to_libjq(expr: str, value: Any) -> None:
     assert natively(expr, value) is None
     b = jqbatch.Batch([expr])
     text = input_text(value, False)
-    assert [(r.values, r.error) for r in b._run_native([text], None)[0]] == \
+    assert [(r.values, r.error) for r in b._run_native([Input.of_text(text)], None)[0]] == \
         [(r.values, r.error) for r in b._run_jq([text], None)[0]]
 
 
 def test_numbers_come_back_as_libjq_prints_them() -> None:
-    for expr, value in ((".x * 2", {"x": 1.5}), (".x / 2", {"x": 4}), (".x + 0.5", {"x": 2.5}), ("4 / 2", None)):
+    for expr, value in ((".x * 2", {"x": 1.5}), (".x / 2", {"x": 4}), (".x + 0.5", {"x": 2.5}), ("4 / 2", None),
+                        ("add", [0.5, 0.5]), ("[.[] | . + 0.25] | add", [0.25, 0.25])):
         got = same(expr, value)
         assert got is not None and [type(x) for x in got] == [type(x) for x in libjq(expr, value).values]
 
@@ -231,6 +270,36 @@ def test_random_expressions_agree_with_libjq(expr: str, value: Any) -> None:
 GOJQ = shutil.which("gojq")
 
 
+def _closures(expr: str, value: Any) -> list[Any] | None:
+    inp = prepare(value, False)
+    try:
+        return native.Program(expr, native._compile(native.parse(expr))).run(inp.value, inp.exponents)
+    except native.Fallback:
+        return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expr=exprs, value=values)
+def test_generated_code_answers_as_the_closures_do(expr: str, value: Any) -> None:
+    """codegen.py inlines the closures' logic; where both answer, they answer alike."""
+    gen, clo = natively(expr, value), _closures(expr, value)
+    if gen is not None and clo is not None:
+        assert json.dumps(gen, sort_keys=True) == json.dumps(clo, sort_keys=True), (expr, value)
+
+
+def test_expressions_run_as_generated_code() -> None:
+    prog = native.compile_expression('(.spec.x // []) | map(select(.type == "Ready")) | length')
+    assert prog is not None and prog.fn.__name__ == "_expression"
+    assert prog.run({"spec": {"x": [{"type": "Ready"}, {"type": "Failed"}]}}) == [1]
+
+
+def test_a_runaway_product_hands_back_within_its_budget() -> None:
+    digits = "(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
+    expr = "[" + " | ".join(f"{digits} as $v{i}" for i in range(10)) + " | 1] | length"  # 10^10 outputs
+    assert native.compile_expression(expr) is not None and natively(expr, None) is None
+    assert natively("[" + " | ".join(f"{digits} as $v{i}" for i in range(4)) + " | 1] | length", None) == [10000]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expr=exprs, value=values)
 def test_random_expressions_agree_with_gojq(expr: str, value: Any) -> None:
@@ -256,7 +325,7 @@ def test_a_product_of_iterations_is_not_built_in_memory() -> None:
     value = list(range(400))
     expr = "[.[] as $x | .[]] | length"
     assert natively(expr, value) is None
-    got = jqbatch.Batch([expr])._run_native([input_text(value, False)], None)[0][0]
+    got = jqbatch.Batch([expr])._run_native([prepare(value, False)], None)[0][0]
     assert got.values == [160000]
     assert natively("[.[] as $x | .[] | select(. == $x)] | length", value) == [400]  # small enough: native
 
