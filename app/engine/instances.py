@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..karta.model import FRAGMENT_FIELDS, ComponentDefinition
 from .jqbatch import Result
 from .values import ConversionError, go_json_type, to_int32
@@ -46,6 +48,9 @@ def desired(scale: Scale | None) -> int:
     return 1
 
 
+_POD_PARTS = ("pod_template_spec", "pod_spec", "metadata", "fragmented")
+
+
 @dataclass
 class ExtractedInstance:
     id: str
@@ -54,7 +59,24 @@ class ExtractedInstance:
     metadata: dict | None = None
     fragmented: dict | None = None
     scale: Scale | None = None
+    # JSON texts of the parts above that extraction printed for its type check (by part name),
+    # kept so that key() need not print them again.
+    texts: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)
 
+    def key(self) -> tuple[bytes | None, ...] | None:
+        """The pod definition as JSON texts (one per part, None when absent): equal keys, equal
+        pod definitions.  None when a part cannot be printed."""
+        out: list[bytes | None] = []
+        for name in _POD_PARTS:
+            v = getattr(self, name)
+            if v is None:
+                out.append(None)
+                continue
+            text = self.texts.get(name) or json_text(v)
+            if text is None:
+                return None
+            out.append(text)
+        return tuple(out)
 
 
 @dataclass
@@ -67,11 +89,22 @@ class ComponentValues:
 Lookup = dict[str, Result]
 
 
-def _outputs(results: Lookup, expr: str, path: str) -> list[Any]:
+def _outputs(results: Lookup, expr: str, path: str, suffix: str = "") -> list[Any]:
+    """The outputs of expr; the error's location is path + suffix (joined only on error)."""
     r = results[expr]
     if not r.ok:
-        raise ExtractionError(r.error or "", path, expr)
+        raise ExtractionError(r.error or "", path + suffix, expr)
     return r.values or []
+
+
+def json_text(v: Any) -> bytes | None:
+    """v as JSON text in its own key order, or None when it cannot be printed (an integer
+    beyond 64 bits, a lone surrogate, nesting beyond 255).  Distinct JSON values print
+    distinctly (1, 1.0, "1" and true; key order too, which the first error found depends on)."""
+    try:
+        return orjson.dumps(v)
+    except TypeError:
+        return None
 
 
 _TYPES = {
@@ -152,21 +185,47 @@ def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
     return None
 
 
-def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> Any:
+# _type_problem outcomes by (Go type, JSON text): extracted pod templates repeat across
+# interpretations, and printing one (C) costs a tenth of walking it (Python).  Plain dict
+# operations are atomic, so no lock; when full it is dropped whole.  (Extracted values are
+# JSON values, for which the text determines the outcome.)
+_problems: dict[tuple[str, bytes], str | None] = {}
+_PROBLEMS_MAX = 4096
+
+
+def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None:
+    if text is None:
+        return _type_problem(v, shape, "value")
+    key = (go_type, text)
+    try:
+        return _problems[key]
+    except KeyError:
+        pass
+    err = _problems[key] = _type_problem(v, shape, "value")
+    if len(_problems) > _PROBLEMS_MAX:
+        _problems.clear()
+    return err
+
+
+def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> tuple[Any, bytes | None]:
     """JSON round trip into a Go type: null -> zero value (nil for pointers, maps and slices
-    when `nil`), wrong JSON kind -> error."""
+    when `nil`), wrong JSON kind -> error.  Also returns the value's JSON text when the type
+    check printed it (None otherwise)."""
     if v is None:
         if nil and want != "string":
-            return None
-        return {"object": {}, "string": "", "array": []}[want]
+            return None, None
+        return {"object": {}, "string": "", "array": []}[want], None
     if not isinstance(v, _TYPES[want]):
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: cannot "
                               f"unmarshal {go_json_type(v)} into Go value of type {go_type}")
     shape = _SHAPES.get(go_type)
-    err = _type_problem(v, shape, "value") if shape is not None else None
+    if shape is None:
+        return v, None
+    text = json_text(v)
+    err = _problem(v, go_type, shape, text)
     if err:
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: {err}")
-    return v
+    return v, text
 
 
 def _zip_error(ids: list[str], results: list[Any]) -> str:
@@ -174,19 +233,21 @@ def _zip_error(ids: list[str], results: list[Any]) -> str:
 
 
 def _culprit(lists: dict[str, list[Any]], where: dict[str, tuple[str, str]], count: int,
-             default: str) -> tuple[str, str | None]:
+             path: str) -> tuple[str, str | None]:
     """The path and expression behind a count mismatch: the first path that yielded the reported
-    count (the reference only reports the count; naming the path is what lets a user fix it)."""
+    count (the reference only reports the count; naming the path is what lets a user fix it).
+    `where` holds each path's location under `path`."""
     for key, vals in lists.items():
         if len(vals) == count:
-            return where[key]
-    return default, None
+            suffix, expr = where[key]
+            return path + suffix, expr
+    return path, None
 
 
 def instance_ids(c: ComponentDefinition, results: Lookup, path: str) -> list[str]:
     if not c.instance_id_path:
         return [""]
-    raw = _outputs(results, c.instance_id_path, f"{path}.instanceIdPath")
+    raw = _outputs(results, c.instance_id_path, path, ".instanceIdPath")
     ids = []
     for i, v in enumerate(raw):
         if v is None:
@@ -198,7 +259,7 @@ def instance_ids(c: ComponentDefinition, results: Lookup, path: str) -> list[str
                 f"failed to extract instance ids for component {c.name}: failed to convert object at index {i} "
                 f"to type string: json: cannot unmarshal {go_json_type(v)} into Go value of type string",
                 f"{path}.instanceIdPath", c.instance_id_path)
-    if any(i == "" for i in ids):
+    if "" in ids:
         raise ExtractionError(f"instance id path contained empty string values [{','.join(ids)}]",
                               f"{path}.instanceIdPath", c.instance_id_path)
     return ids
@@ -207,30 +268,9 @@ def instance_ids(c: ComponentDefinition, results: Lookup, path: str) -> list[str
 def extract_component(c: ComponentDefinition, results: Lookup, path: str) -> ComponentValues:
     ids = instance_ids(c, results, path)
     per_id: dict[str, ExtractedInstance] = {i: ExtractedInstance(i) for i in ids}
-
-    def zipped(expr: str, field_path: str, wrap: str, want: str, go_type: str) -> list[Any] | None:
-        try:
-            outs = _outputs(results, expr, field_path)
-            vals = [_convert(v, i, want, go_type) for i, v in enumerate(outs)]
-        except ConversionError as e:
-            raise ExtractionError(f"{wrap}: {e}", field_path, expr) from None
-        if len(vals) != len(ids):
-            raise ExtractionError(f"{wrap}: {_zip_error(ids, vals)}", field_path, expr)
-        return vals
-
     sd = c.spec_definition
     if sd is not None:
-        for expr, attr, wrap, go_type in (
-            (sd.pod_template_spec_path, "pod_template_spec", "failed to get pod template specs", "v1.PodTemplateSpec"),
-            (sd.pod_spec_path, "pod_spec", "failed to get pod specs", "v1.PodSpec"),
-            (sd.metadata_path, "metadata", "failed to get pod metadata", "v1.ObjectMeta"),
-        ):
-            if expr:
-                key = {"pod_template_spec": "podTemplateSpecPath", "pod_spec": "podSpecPath",
-                       "metadata": "metadataPath"}[attr]
-                vals = zipped(expr, f"{path}.specDefinition.{key}", wrap, "object", go_type)
-                for i, v in zip(ids, vals or []):
-                    setattr(per_id[i], attr, v)
+        _spec_parts(sd, ids, per_id, results, path)
         frag = sd.fragmented_pod_spec_definition
         if frag is not None:
             _fragmented(frag, ids, per_id, results, f"{path}.specDefinition.fragmentedPodSpecDefinition")
@@ -238,8 +278,36 @@ def extract_component(c: ComponentDefinition, results: Lookup, path: str) -> Com
         _scales(c, ids, per_id, results, f"{path}.scaleDefinition")
     # The tree sorts instance keys as byte strings; a duplicate id gets a node of its own, each
     # holding the last value zipped to that id (the reference zips into a map, then walks ids).
-    ordered = sorted(ids, key=lambda s: s.encode())
+    ordered = sorted(ids, key=str.encode)
     return ComponentValues(c.name or "", ids, [per_id[i] for i in ordered])
+
+
+# The whole-object parts of a spec definition: (its path attribute, the instance attribute,
+# the path's location under the component, the error prefix, the Go type).
+_SPEC_PARTS = (
+    ("pod_template_spec_path", "pod_template_spec", ".specDefinition.podTemplateSpecPath",
+     "failed to get pod template specs", "v1.PodTemplateSpec"),
+    ("pod_spec_path", "pod_spec", ".specDefinition.podSpecPath", "failed to get pod specs", "v1.PodSpec"),
+    ("metadata_path", "metadata", ".specDefinition.metadataPath", "failed to get pod metadata", "v1.ObjectMeta"),
+)
+
+
+def _spec_parts(sd: Any, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup, path: str) -> None:
+    for path_attr, attr, suffix, wrap, go_type in _SPEC_PARTS:
+        expr = getattr(sd, path_attr)
+        if not expr:
+            continue
+        outs = _outputs(results, expr, path, suffix)
+        try:
+            converted = [_convert(v, i, "object", go_type) for i, v in enumerate(outs)]
+        except ConversionError as e:
+            raise ExtractionError(f"{wrap}: {e}", path + suffix, expr) from None
+        if len(converted) != len(ids):
+            raise ExtractionError(f"{wrap}: {_zip_error(ids, converted)}", path + suffix, expr)
+        for i, (v, text) in zip(ids, converted):
+            inst = per_id[i]
+            setattr(inst, attr, v)
+            inst.texts[attr] = text
 
 
 _FRAGMENT_TYPES = {
@@ -249,24 +317,25 @@ _FRAGMENT_TYPES = {
     "nodeAffinity": ("object", "v1.NodeAffinity"), "containers": ("array", "[]v1.Container"),
     "container": ("object", "v1.Container"), "priorityClassName": ("string", "string"), "image": ("string", "string"),
 }
+# (path attribute, the path's location under the fragment definition, result key, JSON kind, Go type)
+_FRAGMENTS = [(attr, f".{go_name[0].lower()}{go_name[1:]}", key, *_FRAGMENT_TYPES[key])
+              for attr, go_name, key in FRAGMENT_FIELDS]
 
 
 def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup, path: str) -> None:
     lists: dict[str, list[Any]] = {}
     where: dict[str, tuple[str, str]] = {}
-    for attr, go_name, key in FRAGMENT_FIELDS:
+    for attr, suffix, key, want, go_type in _FRAGMENTS:
         expr = getattr(frag, attr)
         if not expr:
             continue
-        fp = f"{path}.{go_name[0].lower()}{go_name[1:]}"
-        where[key] = (fp, expr)
-        want, go_type = _FRAGMENT_TYPES[key]
+        where[key] = (suffix, expr)
+        outs = _outputs(results, expr, path, suffix)
         try:
-            outs = _outputs(results, expr, fp)
-            lists[key] = [_convert(v, i, want, go_type, nil=True) for i, v in enumerate(outs)]
+            lists[key] = [_convert(v, i, want, go_type, nil=True)[0] for i, v in enumerate(outs)]
         except ConversionError as e:
-            raise ExtractionError(f"failed to get fragmented pod specs: {e}", fp, expr) from None
-    count = max((len(v) for v in lists.values()), default=0)
+            raise ExtractionError(f"failed to get fragmented pod specs: {e}", path + suffix, expr) from None
+    count = max(map(len, lists.values()), default=0)
     if count != len(ids):
         raise ExtractionError(f"failed to get fragmented pod specs: {_zip_error(ids, [None] * count)}",
                               *_culprit(lists, where, count, path))
@@ -275,29 +344,29 @@ def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance],
         per_id[i].fragmented = {k: v[n] for k, v in lists.items() if n < len(v)}
 
 
+_SCALE_PATHS = (("replicas_path", ".replicasPath"), ("min_replicas_path", ".minReplicasPath"),
+                ("max_replicas_path", ".maxReplicasPath"))
+
+
 def _scales(c: ComponentDefinition, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup,
             path: str) -> None:
     sc = c.scale_definition
     lists: dict[str, list[int | None]] = {}
     where: dict[str, tuple[str, str]] = {}
-    for attr, key in (("replicas_path", "replicasPath"), ("min_replicas_path", "minReplicasPath"),
-                      ("max_replicas_path", "maxReplicasPath")):
+    for attr, suffix in _SCALE_PATHS:
         expr = getattr(sc, attr)
         if not expr:
             continue
-        where[attr] = (f"{path}.{key}", expr)
+        where[attr] = (suffix, expr)
         try:
-            lists[attr] = [to_int32(v, i) for i, v in enumerate(_outputs(results, expr, f"{path}.{key}"))]
+            lists[attr] = [to_int32(v, i) for i, v in enumerate(_outputs(results, expr, path, suffix))]
         except ConversionError as e:
-            raise ExtractionError(f"failed to get scales: {e}", f"{path}.{key}", expr) from None
-    count = max((len(v) for v in lists.values()), default=0)
+            raise ExtractionError(f"failed to get scales: {e}", path + suffix, expr) from None
+    count = max(map(len, lists.values()), default=0)
     if count != len(ids):
         raise ExtractionError(f"failed to get scales: {_zip_error(ids, [None] * count)}",
                               *_culprit(lists, where, count, path))
-
-    def at(attr: str, n: int) -> int | None:
-        v = lists.get(attr)
-        return v[n] if v is not None and n < len(v) else None
-
+    # Shorter lists leave the rest unset.
+    columns = [lists.get(attr) for attr, _ in _SCALE_PATHS]
     for n, i in enumerate(ids):
-        per_id[i].scale = Scale(at("replicas_path", n), at("min_replicas_path", n), at("max_replicas_path", n))
+        per_id[i].scale = Scale(*[col[n] if col is not None and n < len(col) else None for col in columns])

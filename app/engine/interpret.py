@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from cachetools import LRUCache
 
 from ..karta.load import Definition
@@ -120,7 +119,7 @@ def _clamp(n: int) -> int:
 class _PodFacts:
     """What one pod definition yields: requests per pod, its view, and totals per replica count.
     Pod definitions repeat across interpretations, and exact quantity arithmetic is costly, so
-    these are cached by the definition's JSON text."""
+    these are cached by the definition's JSON texts (ExtractedInstance.key)."""
 
     per_pod: Requests
     view: dict[str, Any]
@@ -137,25 +136,22 @@ class _PodFacts:
         return hit
 
 
-_pod_facts: LRUCache[bytes, _PodFacts] = LRUCache(maxsize=4096)
-_pod_facts_lock = threading.Lock()
+# Plain dict operations are atomic, so no lock; when full it is dropped whole.
+_pod_facts: dict[tuple[bytes | None, ...], _PodFacts] = {}
+_POD_FACTS_MAX = 4096
 
 
 def _facts(inst: ExtractedInstance) -> _PodFacts:
-    try:
-        key = orjson.dumps([inst.pod_template_spec, inst.pod_spec, inst.metadata, inst.fragmented],
-                           option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # an integer beyond 64 bits: compute without the cache
-        per_pod = _instance_requests(inst)
-        return _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
-    with _pod_facts_lock:
-        hit = _pod_facts.get(key)
+    key = inst.key()  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
+    hit = _pod_facts.get(key) if key is not None else None
     if hit is not None:
         return hit
     per_pod = _instance_requests(inst)
     facts = _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
-    with _pod_facts_lock:
+    if key is not None:
         _pod_facts[key] = facts
+        if len(_pod_facts) > _POD_FACTS_MAX:
+            _pod_facts.clear()
     return facts
 
 
@@ -165,12 +161,13 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[l
     pods = gpus = 0
     total: Requests = {}
     instances = []
+    bearing = c.pod_bearing  # a property that walks the spec definition: read it once
     for inst in v.instances:
         s = inst.scale
         entry: dict[str, Any] = {"id": inst.id or None, "replicas": s.replicas if s else None,
                                  "minReplicas": s.min_replicas if s else None,
                                  "maxReplicas": s.max_replicas if s else None}
-        if c.pod_bearing:
+        if bearing:
             try:
                 facts = _facts(inst)
             except QuantityError as e:

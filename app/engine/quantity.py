@@ -8,8 +8,11 @@ away from zero to 1n, BinarySI parses are capped at 2^63-1), the same
 keeps when the input already is in canonical form (so ``"1E6"`` prints as
 ``"1E6"`` and ``"+1"`` as ``"+1"``, exactly like apimachinery).
 
-Values are held exactly as :class:`fractions.Fraction` (always a finite
-decimal: ``int * 10**k * 2**j``), so no float ever enters the arithmetic.
+Values are held exactly, in nano-units: an int for every parsed quantity (parsing
+rounds to 1n), a :class:`fractions.Fraction` only for a finer value built
+directly (always a finite decimal: ``int * 10**k * 2**j``), so no float ever
+enters the arithmetic and the usual sums are int sums (~50x cheaper than
+Fraction's).
 
 Deliberate deviations (all far outside anything a manifest contains):
 decimal exponents beyond +-10000 and numbers longer than Python's int-string
@@ -77,11 +80,17 @@ def _decimal_parts(value: Fraction) -> tuple[int, int]:
     return num, exp
 
 
+def _exact(nanos: int | Fraction) -> int | Fraction:
+    """Nano-units as an int when they are whole (as every parsed quantity is)."""
+    return nanos.numerator if type(nanos) is not int and nanos.denominator == 1 else nanos
+
+
 @functools.lru_cache(maxsize=8192)  # pure; totals repeat the same few values
-def _canonical(value: Fraction, fmt: str) -> str:
+def _canonical(nanos: int | Fraction, fmt: str) -> str:
     """apimachinery CanonicalizeBytes: no precision lost, largest possible suffix."""
-    if value == 0:
+    if nanos == 0:
         return "0"
+    value = Fraction(nanos, _NANO)
     sign, mag = ("-" if value < 0 else ""), abs(value)
     if fmt == BINARY_SI:
         if mag < 1024 or mag.denominator != 1:
@@ -104,7 +113,7 @@ def _canonical(value: Fraction, fmt: str) -> str:
 class Quantity:
     """An exact, immutable resource quantity with its apimachinery Format."""
 
-    __slots__ = ("_value", "_format", "_s")
+    __slots__ = ("_n", "_format", "_s")  # _n: the value in nano-units (see _exact)
 
     def __init__(self, value: int | Fraction = 0, format: str = DECIMAL_SI) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
@@ -114,33 +123,39 @@ class Quantity:
             raise ValueError(f"{value} has no finite decimal representation")
         if format not in FORMATS:
             raise ValueError(f"unknown quantity format {format!r}")
-        self._value, self._format, self._s = value, format, None
+        self._n, self._format, self._s = _exact(value * _NANO), format, None
 
     @classmethod
-    def _make(cls, value: Fraction, fmt: str, s: str | None = None) -> Quantity:
+    def _make(cls, nanos: int | Fraction, fmt: str, s: str | None = None) -> Quantity:
         q = object.__new__(cls)
-        q._value, q._format, q._s = value, fmt, s
+        q._n, q._format, q._s = _exact(nanos), fmt, s
         return q
 
     # --- accessors -----------------------------------------------------------------
     @property
     def amount(self) -> Fraction:
         """The exact value."""
-        return self._value
+        return Fraction(self._n, _NANO)
 
     @property
     def format(self) -> str:
         return self._format
 
     def is_zero(self) -> bool:
-        return self._value == 0
+        return self._n == 0
 
     def sign(self) -> int:
-        return (self._value > 0) - (self._value < 0)
+        return (self._n > 0) - (self._n < 0)
 
     def scaled_value(self, scale: int) -> int:
         """ScaledValue: value / 10**scale rounded up, away from zero."""
-        x = self._value / Fraction(10) ** scale
+        n, k = self._n, scale + 9  # value / 10**scale == n / 10**k
+        if type(n) is int:
+            if k <= 0:
+                return n * 10**-k
+            d = 10**k
+            return -(-n // d) if n >= 0 else n // d
+        x = n / Fraction(10) ** k
         return math.ceil(x) if x >= 0 else -math.ceil(-x)
 
     def value(self) -> int:
@@ -155,8 +170,8 @@ class Quantity:
     def __add__(self, other: Quantity) -> Quantity:
         if not isinstance(other, Quantity):
             return NotImplemented
-        fmt = other._format if self._value == 0 else self._format  # Add keeps q's format unless q is zero
-        return Quantity._make(self._value + other._value, fmt)
+        fmt = other._format if self._n == 0 else self._format  # Add keeps q's format unless q is zero
+        return Quantity._make(self._n + other._n, fmt)
 
     def __radd__(self, other: object) -> Quantity:
         if isinstance(other, int) and not isinstance(other, bool) and other == 0:
@@ -166,64 +181,65 @@ class Quantity:
     def __sub__(self, other: Quantity) -> Quantity:
         if not isinstance(other, Quantity):
             return NotImplemented
-        fmt = other._format if self._value == 0 else self._format
-        return Quantity._make(self._value - other._value, fmt)
+        fmt = other._format if self._n == 0 else self._format
+        return Quantity._make(self._n - other._n, fmt)
 
     def __neg__(self) -> Quantity:
-        return Quantity._make(-self._value, self._format)
+        return Quantity._make(-self._n, self._format)
 
     def __mul__(self, n: int) -> Quantity:
         if isinstance(n, bool) or not isinstance(n, int):
             return NotImplemented
-        return Quantity._make(self._value * n, self._format)
+        return Quantity._make(self._n * n, self._format)
 
     __rmul__ = __mul__
 
     # --- comparison (apimachinery Cmp/Equal compare values, never formats) -----------
     @staticmethod
-    def _other(other: object) -> Fraction | None:
+    def _other(other: object) -> int | Fraction | None:
+        """`other` in nano-units, to compare with _n."""
         if isinstance(other, Quantity):
-            return other._value
+            return other._n
         if isinstance(other, (int, Fraction)) and not isinstance(other, bool):
-            return Fraction(other)
+            return other * _NANO
         return None
 
     def cmp(self, other: Quantity) -> int:
         o = self._other(other)
         if o is None:
             raise TypeError(f"cannot compare Quantity with {type(other).__name__}")
-        return (self._value > o) - (self._value < o)
+        return (self._n > o) - (self._n < o)
 
     def __eq__(self, other: object) -> bool:
         o = self._other(other)
-        return NotImplemented if o is None else self._value == o
+        return NotImplemented if o is None else self._n == o
 
     def __lt__(self, other: object) -> bool:
         o = self._other(other)
-        return NotImplemented if o is None else self._value < o
+        return NotImplemented if o is None else self._n < o
 
     def __le__(self, other: object) -> bool:
         o = self._other(other)
-        return NotImplemented if o is None else self._value <= o
+        return NotImplemented if o is None else self._n <= o
 
     def __gt__(self, other: object) -> bool:
         o = self._other(other)
-        return NotImplemented if o is None else self._value > o
+        return NotImplemented if o is None else self._n > o
 
     def __ge__(self, other: object) -> bool:
         o = self._other(other)
-        return NotImplemented if o is None else self._value >= o
+        return NotImplemented if o is None else self._n >= o
 
     def __hash__(self) -> int:
-        return hash(self._value)
+        return hash(self.amount)  # equal to the hash of an equal int or Fraction
 
     def __bool__(self) -> bool:
-        return self._value != 0
+        return self._n != 0
 
     # --- text -------------------------------------------------------------------------
     def canonical(self) -> str:
         """The canonical form, ignoring any text cached from parsing."""
-        return _canonical(self._value, self._format)
+        return _canonical(self._n, self._format)
 
     def __str__(self) -> str:
         """apimachinery String(): cached parse text if canonical, else canonical form."""
@@ -292,7 +308,7 @@ def _parse_string(s: str) -> Quantity:
     if not s:
         raise QuantityError(ERR_FORMAT_WRONG)
     if s == "0":
-        return Quantity._make(Fraction(0), DECIMAL_SI, "0")
+        return Quantity._make(0, DECIMAL_SI, "0")
     positive, value_text, num, denom, suffix = _scan(s)
     base, exponent, fmt = _interpret(suffix)
     try:
@@ -308,24 +324,24 @@ def _parse_string(s: str) -> Quantity:
         precision, scale, mantissa = 18 - len(num) - len(denom), exponent, 1
     if precision >= 0 and scale - len(denom) >= -9 and shifted * mantissa <= _MAX_INT64:
         scale -= len(denom)
-        amount = Fraction(shifted * mantissa) * Fraction(10) ** scale
+        nanos = shifted * mantissa * 10 ** (scale + 9)  # scale >= -9: a whole number of nanos
         digits = num + denom
         if fmt == BINARY_SI:
             canonical = shifted & 7 != 0
         else:
             canonical = scale % 3 == 0 and not digits.endswith("000") and digits[0] != "0"
-        return Quantity._make(amount if positive else -amount, fmt, s if canonical else None)
+        return Quantity._make(nanos if positive else -nanos, fmt, s if canonical else None)
 
     # The inf.Dec path: round finer-than-nano magnitudes up, cap BinarySI at 2^63-1.
     if not _DIGITS.intersection(value_text):
         raise QuantityError(ERR_NUMERIC)
     mag = Fraction(shifted, 10 ** len(denom)) * (Fraction(10) ** exponent if base == 10 else 2**exponent)
-    mag = Fraction(math.ceil(mag * _NANO), _NANO)
-    if fmt == BINARY_SI and mag > _MAX_INT64:
-        mag = Fraction(_MAX_INT64)
-    if fmt == BINARY_SI and 0 < mag < 1:
+    nanos = math.ceil(mag * _NANO)
+    if fmt == BINARY_SI and nanos > _MAX_INT64 * _NANO:
+        nanos = _MAX_INT64 * _NANO
+    if fmt == BINARY_SI and 0 < nanos < _NANO:
         fmt = DECIMAL_SI
-    return Quantity._make(mag if positive else -mag, fmt)
+    return Quantity._make(nanos if positive else -nanos, fmt)
 
 
 def parse_quantity(value: str | int | float | Decimal | Quantity) -> Quantity:

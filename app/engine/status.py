@@ -52,19 +52,74 @@ def primary_phase(matched: list[str]) -> str:
     return UNDEFINED
 
 
-def _first(results: dict[str, Result], expr: str, path: str) -> tuple[bool, Any]:
-    r = results[expr]
-    if not r.ok:
-        raise ExtractionError(r.error or "", path, expr)
-    return (True, r.values[0]) if r.values else (False, None)
+# A matcher as plain values: (byPhase or None, byConditions as (type, status, reason) with
+# unset fields "", byExpression's expression or None, its expected result).
+_Matcher = tuple[str | None, tuple[tuple[str, str, str], ...], str | None, str]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What evaluate_status reads of a status definition, read once (definitions are immutable
+    and reused; walking the models was half of every evaluation)."""
+
+    phase_path: str | None
+    conditions: tuple[str, str, str, str, str] | None  # path; type, status, message, reason fields
+    mappings: tuple[tuple[str, str, tuple[_Matcher, ...]], ...]  # (status, mapping key, matchers)
+
+    @classmethod
+    def of(cls, sd: StatusDefinition) -> _Plan:
+        pd, cd, mappings = sd.phase_definition, sd.conditions_definition, sd.status_mappings
+        conditions = None
+        if cd is not None and cd.path:
+            # API-server defaults for the field names (the loader warns when they were missing).
+            conditions = (cd.path, _field(cd.type_field_name, "type"), _field(cd.status_field_name, "status"),
+                          _field(cd.message_field_name, "message"), _field(cd.reason_field_name, "reason"))
+        plan = []
+        for status in EVALUATION_ORDER:  # the reference's order, whatever the definition's
+            key = status[0].lower() + status[1:]
+            matchers = getattr(mappings, key) if mappings is not None else None
+            if matchers:
+                plan.append((status, key, tuple(_matcher(m) for m in matchers)))
+        return cls(pd.path if pd is not None and pd.path else None, conditions, tuple(plan))
+
+
+def _field(name: str | None, default: str) -> str:
+    return name if name is not None else default
+
+
+def _matcher(m: StatusMatcher) -> _Matcher:
+    conds = tuple((w.type or "", w.status or "", w.reason or "") for w in m.by_conditions or [])
+    be = m.by_expression
+    expr = be.expression if be is not None and be.expression else None
+    return (m.by_phase or None, conds, expr, (be.expected_result or "") if expr else "")
+
+
+# Plans by id(definition); each entry holds its definition, so that id is not reused while it is
+# cached.  Plain dict operations are atomic, so no lock; when full it is dropped whole.
+_plans: dict[int, tuple[StatusDefinition, _Plan]] = {}
+_PLANS_MAX = 1024
+
+
+def _plan(sd: StatusDefinition) -> _Plan:
+    hit = _plans.get(id(sd))
+    if hit is not None:
+        return hit[1]
+    plan = _Plan.of(sd)
+    _plans[id(sd)] = (sd, plan)
+    if len(_plans) > _PLANS_MAX:
+        _plans.clear()
+    return plan
 
 
 def evaluate_status(sd: StatusDefinition, results: dict[str, Result], path: str) -> StatusResult:
+    plan = _plan(sd)
     phase: str | None = None
-    if sd.phase_definition is not None and sd.phase_definition.path:
-        p = f"{path}.phaseDefinition.path"
-        has, v = _first(results, sd.phase_definition.path, p)
-        if has:
+    if plan.phase_path is not None:
+        r = results[plan.phase_path]
+        if not r.ok:
+            raise ExtractionError(r.error or "", f"{path}.phaseDefinition.path", plan.phase_path)
+        if r.values:
+            v = r.values[0]
             if v is None:
                 phase = ""  # a null phase is a non-nil empty string: no byPhase matches it
             elif isinstance(v, str):
@@ -72,35 +127,30 @@ def evaluate_status(sd: StatusDefinition, results: dict[str, Result], path: str)
             else:
                 raise ExtractionError(
                     "failed to extract phase: failed to convert object at index 0 to type string: json: cannot "
-                    f"unmarshal {go_json_type(v)} into Go value of type string", p, sd.phase_definition.path)
-    conditions = _conditions(sd, results, path)
+                    f"unmarshal {go_json_type(v)} into Go value of type string", f"{path}.phaseDefinition.path",
+                    plan.phase_path)
+    conditions = _conditions(plan.conditions, results, path) if plan.conditions is not None else []
     by_type = {c.type: c for c in conditions}  # a later duplicate type wins
 
     matched: list[str] = []
-    mappings = sd.status_mappings
-    for status in EVALUATION_ORDER:
-        key = status[0].lower() + status[1:]
-        matchers = getattr(mappings, key) if mappings is not None else None
-        for i, m in enumerate(matchers or []):
-            if _matches(m, phase, by_type, results, f"{path}.statusMappings.{key}[{i}]"):
+    for status, key, matchers in plan.mappings:
+        for i, m in enumerate(matchers):
+            if _matches(m, phase, by_type, results, path, key, i):
                 matched.append(status)
                 break
     return StatusResult(matched or [UNDEFINED], phase, conditions)
 
 
-def _conditions(sd: StatusDefinition, results: dict[str, Result], path: str) -> list[Condition]:
-    cd = sd.conditions_definition
-    if cd is None or not cd.path:
-        return []
-    p = f"{path}.conditionsDefinition.path"
-    r = results[cd.path]
+def _str(raw: dict[str, Any], name: str) -> str | None:
+    x = raw.get(name) if name else None
+    return x if isinstance(x, str) else None
+
+
+def _conditions(spec: tuple[str, str, str, str, str], results: dict[str, Result], path: str) -> list[Condition]:
+    expr, tf, sf, mf, rf = spec
+    r = results[expr]
     if not r.ok:
-        raise ExtractionError(r.error or "", p, cd.path)
-    # API-server defaults for the field names (the loader warns when they were missing).
-    tf = cd.type_field_name if cd.type_field_name is not None else "type"
-    sf = cd.status_field_name if cd.status_field_name is not None else "status"
-    mf = cd.message_field_name if cd.message_field_name is not None else "message"
-    rf = cd.reason_field_name if cd.reason_field_name is not None else "reason"
+        raise ExtractionError(r.error or "", f"{path}.conditionsDefinition.path", expr)
     out: list[Condition] = []
     for i, v in enumerate(r.values or []):
         if v is None:
@@ -114,39 +164,35 @@ def _conditions(sd: StatusDefinition, results: dict[str, Result], path: str) -> 
             raise ExtractionError(
                 f"failed to extract conditions: failed to convert object at index {i} to type "
                 f"[]map[string]interface {{}}: json: cannot unmarshal {go_json_type(bad)} into Go value of type {what}",
-                p, cd.path)
+                f"{path}.conditionsDefinition.path", expr)
         for raw in v:
             raw = raw or {}
-
-            def s(name: str) -> str | None:
-                x = raw.get(name) if name else None
-                return x if isinstance(x, str) else None
-
-            out.append(Condition(s(tf) or "", s(sf), s(rf) if rf else None, (s(mf) or "") if mf else ""))
+            out.append(Condition(_str(raw, tf) or "", _str(raw, sf), _str(raw, rf) if rf else None,
+                                 (_str(raw, mf) or "") if mf else ""))
     return out
 
 
-def _matches(m: StatusMatcher, phase: str | None, by_type: dict[str, Condition], results: dict[str, Result],
-             path: str) -> bool:
-    if m.by_phase:
-        if phase is None or phase != m.by_phase:
-            return False
-    for want in m.by_conditions or []:
-        got = by_type.get(want.type or "")
+def _matches(m: _Matcher, phase: str | None, by_type: dict[str, Condition], results: dict[str, Result],
+             path: str, key: str, i: int) -> bool:
+    """Whether matcher i of statusMappings.<key> matches (path, key and i locate its error)."""
+    by_phase, by_conditions, expr, expected = m
+    if by_phase is not None and phase != by_phase:
+        return False
+    for type_, status, reason in by_conditions:
+        got = by_type.get(type_)
         if got is None:
             return False
-        if want.status and (got.status or "") != want.status:
+        if status and (got.status or "") != status:
             return False
-        if want.reason and (got.reason or "") != want.reason:
+        if reason and (got.reason or "") != reason:
             return False
-    be = m.by_expression
-    if be is not None and be.expression:
-        r = results[be.expression]
+    if expr is not None:
+        r = results[expr]
         if not r.ok:
             raise ExtractionError(
                 f"failed to match status: failed to evaluate matcher: failed to evaluate ByExpression: {r.error}",
-                f"{path}.byExpression.expression", be.expression)
+                f"{path}.statusMappings.{key}[{i}].byExpression.expression", expr)
         if not r.values:
             return False
-        return gojq_tostring(r.values[0]) == (be.expected_result or "")
+        return gojq_tostring(r.values[0]) == expected
     return True

@@ -114,6 +114,8 @@ def _json_string(s: str) -> str:
 def gojq_tostring(v: Any) -> str:
     if isinstance(v, str):
         return v
+    if v is True or v is False:  # what byExpression matchers usually yield
+        return "true" if v else "false"
     out: list[str] = []
     _gojq_json(v, out)
     return "".join(out)
@@ -162,6 +164,8 @@ def go_json_type(v: Any) -> str:
 
 def to_int32(v: Any, index: int) -> int | None:
     """One scale output: None stays unset; numbers must be whole int32; strings parse base-10."""
+    if type(v) is int and INT32_MIN <= v <= INT32_MAX:  # the usual case, first
+        return v
     if v is None:
         return None
     if isinstance(v, str):

@@ -329,3 +329,70 @@ def test_pod_template_with_mistyped_containers_fails_conversion():
     # v1.PodTemplateSpec: spec.containers must be a list of Container
     err = failure(single(specDefinition={"podTemplateSpecPath": ".spec.t"}), {"t": {"spec": {"containers": "x"}}})
     assert err["message"].startswith("failed to get pod template specs: failed to convert object at index 0 to type ")
+
+
+# -- the type check's cache (outcomes by the value's JSON text) --------------------------------------
+
+BAD_TEMPLATE = {"spec": {"containers": [{"name": 5}]}}
+BAD_TEMPLATE_TEXT = ("failed to get pod template specs: failed to convert object at index {} to type "
+                     "v1.PodTemplateSpec: json: cannot unmarshal number into Go struct field Container.name of "
+                     "type string")
+
+
+def test_a_bad_template_fails_the_same_way_every_time():
+    doc = single(specDefinition={"podTemplateSpecPath": ".spec.t"})
+    first, again = failure(doc, {"t": BAD_TEMPLATE}), failure(doc, {"t": BAD_TEMPLATE})
+    assert first == again
+    assert first["message"] == BAD_TEMPLATE_TEXT.format(0)
+    assert first["path"] == "spec.structureDefinition.childComponents[0].specDefinition.podTemplateSpecPath"
+
+
+def test_a_cached_outcome_names_the_index_it_is_found_at():
+    doc = multi(".spec.w[]", specDefinition={"podTemplateSpecPath": ".spec.t[]"})
+    assert failure(doc, {"w": ["a"], "t": [BAD_TEMPLATE]})["message"] == BAD_TEMPLATE_TEXT.format(0)
+    assert failure(doc, {"w": ["a", "b"], "t": [{}, BAD_TEMPLATE]})["message"] == BAD_TEMPLATE_TEXT.format(1)
+
+
+@pytest.mark.parametrize("order", [["x", "y"], ["y", "x"]])
+def test_values_that_print_alike_get_one_outcome_and_others_their_own(order):
+    from app.engine.instances import _SHAPES, ConversionError, _convert, _type_problem
+
+    def walked(v: dict) -> str | None:  # the outcome without the cache
+        return _type_problem(v, _SHAPES["v1.PodTemplateSpec"], "value")
+
+    # 1, "1" and true differ for the check; so does key order (the first bad key is reported).
+    for labels in ({"a": "1"}, {"a": 1}, {"a": True}, {k: 1 for k in order}):
+        v = {"metadata": {"labels": labels}}
+        for _ in range(2):
+            try:
+                _convert(v, 0, "object", "v1.PodTemplateSpec")
+                got = None
+            except ConversionError as e:
+                got = str(e).split("json: ", 1)[1]
+            assert got == walked(v)
+
+
+def test_an_integer_beyond_64_bits_is_checked_without_the_cache():
+    from app.engine.instances import ConversionError, ExtractedInstance, _convert
+    from app.engine.interpret import _facts
+
+    good = {"spec": {"containers": [{"resources": {"requests": {"cpu": 2**70}}}]}}
+    bad = {"metadata": {"labels": {"a": 2**70}}}
+    for _ in range(2):
+        assert _convert(good, 0, "object", "v1.PodTemplateSpec") == (good, None)
+        with pytest.raises(ConversionError, match="cannot unmarshal number into Go value of map key 'a'"):
+            _convert(bad, 0, "object", "v1.PodTemplateSpec")
+    inst = ExtractedInstance("", pod_template_spec=good)
+    assert inst.key() is None
+    assert _facts(inst).view["requests"] == {"cpu": "1180591620717411303424"}
+
+
+def test_pod_facts_are_cached_per_key_order():
+    from app.engine.instances import ExtractedInstance
+    from app.engine.interpret import _facts
+
+    def labels(*keys: str) -> list[str]:
+        inst = ExtractedInstance("", pod_template_spec={"metadata": {"labels": {k: "v" for k in keys}}})
+        return list(_facts(inst).view["labels"])
+
+    assert labels("b", "a") == ["b", "a"] and labels("a", "b") == ["a", "b"] and labels("b", "a") == ["b", "a"]

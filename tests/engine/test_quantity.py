@@ -314,6 +314,19 @@ def test_constructor():
         Quantity(1, "Bogus")
 
 
+def test_values_finer_than_a_nano_stay_exact():
+    # Parsed quantities are whole nanos (held as ints); a finer value built directly is held as
+    # a Fraction, and arithmetic mixing the two stays exact.
+    fine = Quantity(Fraction(1, 2**40))
+    total = fine + parse_quantity("1") + fine * 3
+    assert total.amount == 1 + Fraction(4, 2**40)
+    assert str(total) == "1000000000003637978807091712951660156250e-39"
+    assert total - fine * 4 == 1 and str(fine * 2**40) == "1"
+    assert fine < parse_quantity("1n") and fine.milli_value() == 1 and (-fine).value() == -1
+    assert hash(fine * 2**40) == hash(1) and hash(parse_quantity("500m")) == hash(Fraction(1, 2))
+    assert type(parse_quantity("2").amount) is Fraction
+
+
 @pytest.mark.parametrize(("millis", "expected"), [(4000, "4"), (500, "500m"), (1500, "1500m"), (0, "0"), (100000, "100")])
 def test_format_millicores(millis, expected):
     assert format_millicores(millis) == expected

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from karta_kit import child, error_messages, karta, load, root, run, run_error, status_def, warnings, workload
+from app.engine.interpret import interpret
 from app.engine.status import EVALUATION_ORDER, PRECEDENCE, primary_phase
 
 ALL_KEYS = ["initializing", "running", "completed", "failed", "degraded", "suspended", "suspending", "resuming"]
@@ -479,3 +480,21 @@ def test_status_shape():
                   phase=".status.phase", conditions=COND)
     assert {"phase", "matched", "rawPhase", "conditions"} <= set(s)
     assert s["phase"] == "Running" and s["matched"] == ["Running"] and s["rawPhase"] == "A"
+
+
+def test_status_errors_name_their_definition_paths():
+    base = "spec.structureDefinition.rootComponent.statusDefinition."
+    for sd, where in ((status_def({}, phase=".status.p[]"), "phaseDefinition.path"),
+                      (status_def({}, conditions=".status.c[]"), "conditionsDefinition.path"),
+                      (status_def({"running": [{}], "failed": [{"byPhase": "x"}, BROKEN]}),
+                       "statusMappings.failed[1].byExpression.expression")):
+        [err] = run(karta(root(statusDefinition=sd)), workload({}))["errors"]
+        assert err["path"] == base + where
+
+
+def test_one_definition_read_once_serves_every_object():
+    d = load(doc_with({"running": [{"byPhase": "A"}], "failed": [{"byConditions": [{"type": "X", "status": "True"}]}]},
+                      phase=".status.phase", conditions=COND))
+    for status, want in (({"phase": "A"}, ["Running"]), ({"conditions": [cond("X", "True")]}, ["Failed"]),
+                         ({"phase": "B"}, ["Undefined"]), ({"phase": "A"}, ["Running"])):
+        assert interpret(workload({}, status), d)["status"]["matched"] == want
