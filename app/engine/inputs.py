@@ -55,7 +55,7 @@ def input_text(obj: Any, strip: bool, projection: Tree | bool = True) -> str:
         raw = orjson.dumps(obj, option=_DUMP)
     except TypeError:  # an integer beyond 2^53: the reference sees it through float64
         raw = b""
-    if not raw or (b".0" in raw and _INTEGRAL_FLOAT.search(raw)):
+    if not raw or (b".0" in raw and (_INTEGRAL_FLOAT.search(raw) or raw.endswith(b".0"))):
         raw = orjson.dumps(normalize(obj), option=orjson.OPT_SORT_KEYS)
     return raw.decode()
 
@@ -73,7 +73,7 @@ _POINT_ZERO = re.compile(rb"\.0[,}\]]")
 
 
 def _integral_float(raw: bytes) -> bool:
-    return _POINT_ZERO.search(raw) is not None or b"e+" in raw
+    return _POINT_ZERO.search(raw) is not None or b"e+" in raw or raw.endswith(b".0")  # (a bare 3.0)
 
 
 class Input:

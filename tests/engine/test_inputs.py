@@ -65,6 +65,10 @@ def test_without_a_projection_the_noise_is_stripped_before_native_programs_read_
     assert got == [["name"]] == jqbatch.Batch([".metadata | keys"])._run_jq([inp.text()], None)[0][0].values
 
 
+def test_a_bare_integral_float_takes_the_text_path() -> None:
+    assert prepare(3.0, False).value == 3 and type(prepare(3.0, False).value) is int
+
+
 @pytest.mark.parametrize("value", [0.5, -2.25, 1e-7, 2.0, 2**60])
 def test_both_paths_answer_alike_for_any_number(value: Any) -> None:
     obj = {"spec": {"x": value, "xs": [value, value]}}
