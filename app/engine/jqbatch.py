@@ -85,9 +85,10 @@ GOJQ_UNDEFINED = {"keys_unsorted/0", "input_line_number/0", "get_search_list/0",
                   "get_prog_origin/0", "get_jq_origin/0", "have_decnum/0", "have_literal_numbers/0"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs twice as much, and there is one per expression
 class Result:
-    """All outputs of one expression, or the reference's error text for it."""
+    """All outputs of one expression, or the reference's error text for it (never changed once
+    made: results are shared through the results cache)."""
 
     values: list[Any] | None
     error: str | None = None
