@@ -120,6 +120,12 @@ def main() -> None:
         interpret_mod.JQ_RESULT_CACHE = False
         interpret(obj, d, pods)
 
+    def run_copy_result() -> None:  # a floor: build the result's values in Python, computing nothing
+        _copy(result)
+
+    def run_parse_manifest() -> None:  # a floor of counting from text: the parse alone
+        orjson.loads(raw_bytes)
+
     cases = {"parse-only (jq `length`, full manifest)": run_parse_only,
              "interpret (ours, end to end)": run_interpret,
              "  of which: input prep + batched jq run": run_batch_only,
@@ -132,7 +138,9 @@ def main() -> None:
              f"pod expressions, {len(pods)} pods, native": run_pods,
              f"pod expressions, {len(pods)} pods, libjq": libjq_only(run_pods),
              f"interpret with {len(pods)} pods, native": run_interpret_pods,
-             f"interpret with {len(pods)} pods, libjq only": libjq_only(run_interpret_pods)}
+             f"interpret with {len(pods)} pods, libjq only": libjq_only(run_interpret_pods),
+             "floor: copy of the result in Python (no work)": run_copy_result,
+             "floor: orjson.loads of the manifest": run_parse_manifest}
     samples: dict[str, list[float]] = {k: [] for k in cases}
     for fn in cases.values():  # warm-up
         per_call_us(fn, 20)
@@ -168,6 +176,17 @@ def main() -> None:
               f"interpretation (native) is {g / med['interpret (ours, end to end)']:.2f}x gojq's expressions alone "
               f"(target >= 4x faster), from JSON text {g / med['interpret from JSON text (orjson parse included)']:.2f}x "
               f"(target >= 2.5x), the expressions alone {g / med['expressions only, native']:.2f}x")
+        print(f"floors: a Python copy of the result alone is {g / med['floor: copy of the result in Python (no work)']:.2f}x "
+              f"gojq's run, the manifest's parse alone {g / med['floor: orjson.loads of the manifest']:.2f}x")
+
+
+def _copy(v: Any) -> Any:
+    t = type(v)
+    if t is dict:
+        return {k: _copy(x) for k, x in v.items()}
+    if t is list:
+        return [_copy(x) for x in v]
+    return v
 
 
 def _pod(obj: dict[str, Any], rj: str, i: int, p: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jqlang import Node
+from ..jqlang import JqParseError, Node, parse
 from . import native as nv
 from .values import gojq_tostring
 
@@ -85,7 +85,7 @@ class _Gen:
         t = self.tmp()
         return f"((({t} := {code}) is not None) and ({t} is not False))"
 
-    def one(self, n: Node, v: str, scope: Scope) -> str | None:  # noqa: C901 - one branch per kind
+    def one(self, n: Node, v: str, scope: Scope) -> str | None:
         k = n.kind
         if k == "identity":
             return v
@@ -355,3 +355,14 @@ def generate(tree: Node) -> tuple[str, nv.Fn]:
     namespace: dict[str, Any] = {**_HELPERS, "_plus": _plus, "_only": _only, "_flat": _flat, **g.consts}
     exec(compile(source, "<jq expression>", "exec"), namespace)  # noqa: S102 - our own generated code
     return source, namespace["_expression"]
+
+
+def compile_expression(text: str) -> nv.Program | None:
+    """The native form of an expression (generated Python), or None when it is outside the
+    subset (the closures' subset: generated code embeds them)."""
+    try:
+        tree = parse(text)
+        nv._compile(tree)
+        return nv.Program(text, generate(tree)[1])
+    except (nv.Unsupported, JqParseError, RecursionError):
+        return None

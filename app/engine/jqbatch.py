@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jq
-import orjson
 
 from ..jqlang import JqParseError, parse, walk
+from .codegen import compile_expression
 from .inputs import Input
-from .native import Fallback, Program, compile_expression
+from .native import Fallback, Program
 
 # Expressions the native evaluator covers run in Python on the parsed input (native.py); the
 # rest, and any input the native code cannot answer exactly, go through libjq as below.

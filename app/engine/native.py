@@ -7,7 +7,7 @@ commas, `select`, `map`, comparisons, `and`/`or`/`not`, `//`, `if`, `length`, `a
 `to_entries`, string tests, `tostring`, object and array construction, `as $x`, `reduce`.
 
 Exactness comes first.  The program answers as the libjq path (itself worded as gojq) answers,
-or not at all: `compile_expression` returns None for anything outside the subset, and at run
+or not at all: `codegen.compile_expression` returns None for anything outside the subset, and at run
 time anything the native code cannot vouch for - every jq error (its message is libjq's to
 word), an output cap reached, a number beyond what both agree on - raises `Fallback`, and the
 caller evaluates that expression for that input with libjq, as before.  The differential tests
@@ -1053,19 +1053,6 @@ class Program:
         if len(out) >= MAX_RESULTS:
             raise Fallback  # libjq's capped run words the error
         return [_out(x) for x in out] if exponents else out
-
-
-def compile_expression(text: str) -> Program | None:
-    """The native form of an expression (generated Python, see codegen.py), or None when it is
-    outside the subset."""
-    from .codegen import generate
-
-    try:
-        tree = parse(text)
-        _compile(tree)  # the subset is the closures' (and generated code embeds them)
-        return Program(text, generate(tree)[1])
-    except (Unsupported, JqParseError, RecursionError):
-        return None
 
 
 def why_not(text: str) -> str | None:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.engine import interpret as interpret_mod
-from app.engine import jqbatch, native
+from app.engine import codegen, jqbatch, native
 from app.engine.compiled import _forced_compile_errors, compiled, expression_texts
 from app.engine.inputs import Input, input_text, prepare
 from app.engine.interpret import InterpretationError, interpret
@@ -37,7 +37,7 @@ def natively(expr: str, value: Any) -> list[Any] | None:
     """The native answer, or None when it hands the expression (or this input) back.  The input
     is prepared as the engine prepares it: the value itself, or parsed text when it holds an
     integral float."""
-    prog = native.compile_expression(expr)
+    prog = codegen.compile_expression(expr)
     if prog is None:
         return None
     inp = prepare(value, False)
@@ -190,7 +190,7 @@ def test_the_cases_run_natively() -> None:
                                   "[.[] as [$a] | $a]", "label $out | 1", "try error catch .", "match(\"a\")",
                                   "test(\"\\\\d\")", "test(\"(?i)a\")", "gsub(\"a*\"; \"\")"])
 def test_outside_the_subset_is_handed_back_whole(expr: str) -> None:
-    assert native.compile_expression(expr) is None and native.why_not(expr)
+    assert codegen.compile_expression(expr) is None and native.why_not(expr)
 
 
 @pytest.mark.parametrize("expr,value", [
@@ -288,7 +288,7 @@ def test_generated_code_answers_as_the_closures_do(expr: str, value: Any) -> Non
 
 
 def test_expressions_run_as_generated_code() -> None:
-    prog = native.compile_expression('(.spec.x // []) | map(select(.type == "Ready")) | length')
+    prog = codegen.compile_expression('(.spec.x // []) | map(select(.type == "Ready")) | length')
     assert prog is not None and prog.fn.__name__ == "_expression"
     assert prog.run({"spec": {"x": [{"type": "Ready"}, {"type": "Failed"}]}}) == [1]
 
@@ -296,7 +296,7 @@ def test_expressions_run_as_generated_code() -> None:
 def test_a_runaway_product_hands_back_within_its_budget() -> None:
     digits = "(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
     expr = "[" + " | ".join(f"{digits} as $v{i}" for i in range(10)) + " | 1] | length"  # 10^10 outputs
-    assert native.compile_expression(expr) is not None and natively(expr, None) is None
+    assert codegen.compile_expression(expr) is not None and natively(expr, None) is None
     assert natively("[" + " | ".join(f"{digits} as $v{i}" for i in range(4)) + " | 1] | length", None) == [10000]
 
 
