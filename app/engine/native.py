@@ -852,10 +852,32 @@ def _unique(v: list[Any]) -> list[Any]:
 
 
 def _add_all(xs: list[Any]) -> Any:
-    acc = None
+    """`add`: reduce .[] as $x (null; . + $x), in linear time (a + b at each step would copy the
+    growing list, object or string: quadratic, a runaway over a long input)."""
+    acc: Any = None
+    owned = False  # acc is a list or object made here: it may grow in place
+    strs: list[str] | None = None  # a run of strings, joined when it ends
     for x in xs:
-        acc = _add(acc, x)
-    return acc
+        if strs is not None:
+            if type(x) is str:
+                strs.append(x)
+                continue
+            if x is None:
+                continue
+            acc, strs = "".join(strs), None
+        if type(acc) is str and type(x) is str:
+            strs = [acc, x]
+        elif type(acc) is list and type(x) is list:
+            if not owned:
+                acc, owned = list(acc), True
+            acc.extend(x)
+        elif type(acc) is dict and type(x) is dict:
+            if not owned:
+                acc, owned = dict(acc), True
+            acc.update(x)
+        else:
+            acc, owned = _add(acc, x), False
+    return "".join(strs) if strs is not None else acc
 
 
 # Regular expressions libjq (Oniguruma, Perl syntax) and Python's `re` read alike: literal text,

@@ -293,6 +293,22 @@ def test_expressions_run_as_generated_code() -> None:
     assert prog.run({"spec": {"x": [{"type": "Ready"}, {"type": "Failed"}]}}) == [1]
 
 
+@pytest.mark.parametrize("items", [
+    [[1], [2, 3], None, [], [4]], ["a", "b", None, "c"], [{"a": 1}, {"b": 2}, None, {"a": 3}], [1, 2.5, None, 3],
+    [None, None], [], ["a", 1], [[1], "a"], [{"a": 1}, [1]], [None, "a", "b", [1]], [1, None, "x"],
+])
+def test_add_answers_as_libjq_for_any_mix(items: list[Any]) -> None:
+    same("add", items)
+    same("[.[] | [.]] | add | length", items)
+
+
+def test_add_is_linear_in_its_input() -> None:
+    """Each step of a + b would copy what has been added so far: 5 * 10^9 copies here."""
+    many = [[i] for i in range(100_000)]
+    assert natively("add | length", many) == [100_000]
+    assert natively("[.[] | tostring] | add | length", list(range(100_000))) == [488890]
+
+
 def test_a_runaway_product_hands_back_within_its_budget() -> None:
     digits = "(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
     expr = "[" + " | ".join(f"{digits} as $v{i}" for i in range(10)) + " | 1] | length"  # 10^10 outputs
