@@ -9,7 +9,7 @@ narrow pods by the instance id their instance selector reads.
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from ..karta.model import ComponentDefinition
@@ -49,89 +49,91 @@ def container_waiting_reason(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def pod_row(pod: PodInput, name: str, component: str, instance: str | None) -> dict[str, Any]:
-    """The pod's row; `name` is pod.name (a property: callers read it once per pod)."""
+def pod_row(pod: PodInput, component: str, instance: str | None) -> dict[str, Any]:
     obj = pod.obj
     ready = pod_ready(obj)
-    row = {"name": name, "component": component, "instance": instance,
+    row = {"name": pod.name, "component": component, "instance": instance,
            "phase": (obj.get("status") or {}).get("phase"), "ready": ready,
            "node": (obj.get("spec") or {}).get("nodeName") or None,
            "reason": None if ready else not_ready_reason(obj)}
-    waiting = None if ready else container_waiting_reason(obj)
-    if waiting:
-        row["containerReason"] = waiting
+    if not ready:
+        waiting = container_waiting_reason(obj)
+        if waiting:
+            row["containerReason"] = waiting
     return row
 
 
-_Named = tuple[str, PodInput]  # (pod.name, the pod): the name is a property, read once per pod
-_BY_NAME = itemgetter(0)
+# C-level keys and reads: walk runs per component and instance, where generators cost the most.
+_BY_NAME = attrgetter("name")
+_ROW_ORDER = itemgetter("name", "component")
+_READY, _NODE = itemgetter("ready"), itemgetter("node")
 
 
 def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], tree: dict[str, Any],
                    warnings: list[str]) -> dict[str, Any]:
     sole_owner = sum(1 for c in cd.components.values() if c.spec_definition is not None) == 1
+    bearing = set(cd.leaves)  # the pod-bearing components (`pod_bearing` walks the spec definition)
     rows: list[dict[str, Any]] = []
     placed: set[str] = set()
 
-    def claims(name: str, offered: list[_Named]) -> list[_Named]:
+    def claims(name: str, offered: list[PodInput]) -> list[PodInput]:
         c = cd.components[name]
         sel = c.pod_selector.component_type_selector if c.pod_selector else None
         if sel is None:
             return list(offered) if sole_owner else []
         out = []
-        for pod_name, p in offered:
+        for p in offered:
             try:
                 if matches_type(sel, p):
-                    out.append((pod_name, p))
+                    out.append(p)
             except PodError as e:
-                warnings.append(f"pod {pod_name}: component {name}: {e}")
+                warnings.append(f"pod {p.name}: component {name}: {e}")
         return out
 
-    def by_instance(name: str, c: ComponentDefinition, claimed: list[_Named]) -> dict[str | None, list[_Named]]:
+    def by_instance(name: str, c: ComponentDefinition, claimed: list[PodInput]) -> dict[str | None, list[PodInput]]:
         """The claimed pods grouped by the instance id each declares (read once per pod)."""
         sel = c.pod_selector.component_instance_selector
         ids: dict[str, str | None] = {}  # pod name -> its instance id (a later namesake wins)
-        for pod_name, p in claimed:
+        for p in claimed:
             if sel is None or not sel.id_path:
-                ids[pod_name] = None  # no instance selector: the pod cannot be placed
+                ids[p.name] = None  # no instance selector: the pod cannot be placed
                 continue
             try:
-                ids[pod_name] = p.single(sel.id_path)
+                ids[p.name] = p.single(sel.id_path)
             except PodError as e:
-                ids[pod_name] = None
-                warnings.append(f"pod {pod_name}: component {name}: cannot read its instance: {e}")
-        groups: dict[str | None, list[_Named]] = {}
-        for named in claimed:
-            groups.setdefault(ids[named[0]], []).append(named)
+                ids[p.name] = None
+                warnings.append(f"pod {p.name}: component {name}: cannot read its instance: {e}")
+        groups: dict[str | None, list[PodInput]] = {}
+        for p in claimed:
+            groups.setdefault(ids[p.name], []).append(p)
         return groups
 
-    def walk(node: dict[str, Any], offered: list[_Named], is_root: bool) -> None:
+    def walk(node: dict[str, Any], offered: list[PodInput], is_root: bool) -> None:
         name = node["name"]
-        c = cd.components[name]
-        if c.pod_bearing:
+        if name in bearing:
+            c = cd.components[name]
             claimed = claims(name, offered)
             instances = node["instances"]
             multi = not is_root and c.pod_selector is not None and any(i["id"] is not None for i in instances)
             groups = by_instance(name, c, claimed) if multi else None
             for inst in instances:
                 mine = claimed if groups is None else groups.get(inst["id"], [])
-                inst_rows = [pod_row(p, pod_name, name, inst["id"]) for pod_name, p in sorted(mine, key=_BY_NAME)]
+                inst_rows = [pod_row(p, name, inst["id"]) for p in sorted(mine, key=_BY_NAME)]
                 rows.extend(inst_rows)
-                placed.update(pod_name for pod_name, _ in mine)
-                inst["live"] = {"current": len(inst_rows), "ready": sum(r["ready"] for r in inst_rows),
+                placed.update(map(_BY_NAME, mine))
+                inst["live"] = {"current": len(inst_rows), "ready": sum(map(_READY, inst_rows)),
                                 "desired": inst["totals"]["pods"],
-                                "nodes": sorted({r["node"] for r in inst_rows if r["node"]})}
+                                "nodes": sorted(set(filter(None, map(_NODE, inst_rows))))}
                 if is_root:
                     break  # the root renders all its instances as one row
         for child in node["children"]:
             walk(child, offered, False)
 
-    named = [(p.name, p) for p in pods]
-    walk(tree, named, True)
+    walk(tree, pods, True)
     ready_names = {r["name"] for r in rows if r["ready"]}
     return {
         "current": len(placed), "ready": len(ready_names & placed),
         "desired": tree["totals"]["pods"] if tree["totals"] is not None else None,  # unknown when partial
-        "pods": sorted(rows, key=lambda r: (r["name"], r["component"])),
-        "unplaced": sorted(pod_name for pod_name, _ in named if pod_name not in placed),
+        "pods": sorted(rows, key=_ROW_ORDER),
+        "unplaced": sorted(p.name for p in pods if p.name not in placed),
     }

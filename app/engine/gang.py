@@ -156,19 +156,32 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
     return out
 
 
-def pod_gang(cd: CompiledDefinition, values: dict[str, Any], pod: PodInput, owner_id: str) -> dict[str, Any]:
-    """What KAI's Karta grouper decides for one pod."""
+def pods_gang(cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], owner_id: str) -> list[dict[str, Any]]:
+    """What KAI's Karta grouper decides for each pod (the definition's gang read once, not per pod)."""
     gang = cd.definition.karta.gang
+    if gang.pod_group is not None:
+        group = f"pg-{owner_id}-{gang.pod_group.name}"
+        sub_groups = [sg.component_name for sg in gang.pod_group.sub_groups or []]
+        return [_pod_group_row(cd, p, group, sub_groups) for p in pods]
+    return [_pod_groups_row(cd, values, p, owner_id) for p in pods]
+
+
+def _pod_group_row(cd: CompiledDefinition, pod: PodInput, group: str, sub_groups: list[str | None]) -> dict[str, Any]:
+    row: dict[str, Any] = {"pod": pod.name}
+    try:
+        row["component"] = infer_component(cd, pod)
+        row["podGroup"] = group
+        row["subGroups"] = [name for name in sub_groups if matches_subtree(cd, name or "", pod)]
+    except PodError as e:
+        row["error"] = str(e)
+    return row
+
+
+def _pod_groups_row(cd: CompiledDefinition, values: dict[str, Any], pod: PodInput, owner_id: str) -> dict[str, Any]:
     row: dict[str, Any] = {"pod": pod.name}
     try:
         component = infer_component(cd, pod)
         row["component"] = component
-        if gang.pod_group is not None:
-            pg = gang.pod_group
-            row["podGroup"] = f"pg-{owner_id}-{pg.name}"
-            row["subGroups"] = [sg.component_name for sg in pg.sub_groups or []
-                                if matches_subtree(cd, sg.component_name or "", pod)]
-            return row
         eff = _effective_member(cd, pod, component)
         if eff is None:
             raise GangError(f"pod {pod.namespace}/{pod.name} does not match any Karta pod group member definition")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from cachetools import LRUCache
@@ -20,7 +21,7 @@ from ..karta.model import ComponentDefinition
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
 from .inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
-from .gang import ComponentFailed, group_pods, pod_gang, workload_gang
+from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .jqbatch import Result
 from .pods import PodInput
@@ -265,32 +266,35 @@ def envelope_problems(obj: Any) -> list[dict[str, Any]]:
     return errs
 
 
-# The fields of a Pod the engine reads, with the JSON type the API server guarantees.
-_POD_FIELDS: list[tuple[tuple[str, ...], type | tuple[type, ...]]] = [
-    (("spec",), dict), (("status",), dict), (("metadata", "labels"), dict), (("spec", "nodeName"), str),
-    (("status", "phase"), str), (("status", "reason"), str), (("status", "conditions"), list),
-    (("status", "containerStatuses"), list), (("status", "initContainerStatuses"), list),
-]
+# The fields of a Pod the engine reads, with the JSON type the API server guarantees (pod_problems
+# fetches their values in this order).
+_POD_FIELDS = ((dict, "spec"), (dict, "status"), (dict, "metadata.labels"), (str, "spec.nodeName"),
+               (str, "status.phase"), (str, "status.reason"), (list, "status.conditions"),
+               (list, "status.containerStatuses"), (list, "status.initContainerStatuses"))
 
 
 def pod_problems(pod: Any) -> list[dict[str, Any]]:
+    """What the API server would refuse in the fields of a Pod the engine reads.  Runs for every
+    pod of every interpretation: each part is fetched once, and items are checked by C loops."""
     errs = envelope_problems(pod)
     if errs:
         return errs
-    for path, want in _POD_FIELDS:
-        cur: Any = pod
-        for key in path:
-            cur = cur.get(key) if isinstance(cur, dict) else None
-        if cur is not None and not isinstance(cur, want):
-            errs.append({"path": ".".join(path), "message": f"{'.'.join(path)} has the wrong type"})
+    spec, status, labels = pod.get("spec"), pod.get("status"), (pod.get("metadata") or {}).get("labels")
+    sp = spec if isinstance(spec, dict) else {}
+    st = status if isinstance(status, dict) else {}
+    values = (spec, status, labels, sp.get("nodeName"), st.get("phase"), st.get("reason"), st.get("conditions"),
+              st.get("containerStatuses"), st.get("initContainerStatuses"))
+    for value, (want, path) in zip(values, _POD_FIELDS):
+        if value is not None and not isinstance(value, want):
+            errs.append({"path": path, "message": f"{path} has the wrong type"})
     if errs:
         return errs  # the checks below read those fields
     for key in ("conditions", "containerStatuses", "initContainerStatuses"):
-        for j, c in enumerate((pod.get("status") or {}).get(key) or []):
-            if not isinstance(c, dict):
-                errs.append({"path": f"status.{key}[{j}]", "message": f"status.{key}[{j}] must be an object"})
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    if isinstance(labels, dict) and not all(isinstance(v, str) for v in labels.values()):
+        items = st.get(key)
+        if items and not all(map(isinstance, items, repeat(dict))):
+            errs += [{"path": f"status.{key}[{j}]", "message": f"status.{key}[{j}] must be an object"}
+                     for j, c in enumerate(items) if not isinstance(c, dict)]
+    if labels and not all(map(isinstance, labels.values(), repeat(str))):
         errs.append({"path": "metadata.labels", "message": "label values must be strings"})
     return errs
 
@@ -420,7 +424,7 @@ def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, An
     rows = cd.pods.run_many([_checked_input(p, None) for p in pods], (lambda i: progress(1, i)) if progress else None)
     inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
     if out["gang"]:
-        per_pod = [pod_gang(cd, values, p, owner_id) for p in inputs]
+        per_pod = pods_gang(cd, values, inputs, owner_id)
         out["gang"]["pods"] = per_pod
         if out["gang"].get("mode") == "podGroups":
             out["gang"]["groups"] = group_pods(per_pod)

@@ -7,7 +7,7 @@ batch (one libjq call for all pods).  Texts follow the reference (`InferPodCompo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from ..karta.model import ComponentDefinition, ComponentTypeSelector
@@ -20,14 +20,15 @@ class PodError(Exception):
     pass
 
 
-@dataclass
 class PodInput:
-    obj: dict[str, Any]
-    results: dict[str, Result]
+    """One pod and its results of the definition's pod batch.  `name` keys every row, sort and
+    message about the pod, so it is read once."""
 
-    @property
-    def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name") or "")
+    __slots__ = ("name", "obj", "results")
+
+    def __init__(self, obj: dict[str, Any], results: dict[str, Result]):
+        self.obj, self.results = obj, results
+        self.name = str((obj.get("metadata") or {}).get("name") or "")
 
     @property
     def namespace(self) -> str:
@@ -58,6 +59,11 @@ class PodInput:
         return go_v(self.single_value(expr))
 
 
+# The text of a type selector's expression, built for every pod and selector otherwise (a JSON
+# dump of its value); a few per definition.
+_selector_expression = lru_cache(maxsize=4096)(type_selector_expression)
+
+
 def matches_type(sel: ComponentTypeSelector | None, pod: PodInput) -> bool:
     if sel is None:
         return False
@@ -68,10 +74,17 @@ def matches_type(sel: ComponentTypeSelector | None, pod: PodInput) -> bool:
                 return False
     if not sel.key_path:
         return bool(sel.match_labels)  # a selector with no condition never matches
-    outs = pod.outputs(type_selector_expression(sel.key_path, sel.value))
+    outs = pod.outputs(_selector_expression(sel.key_path, sel.value))
+    # Loops, not any(<generator>): making the generator costs more than reading the few outputs.
     if sel.value is None:
-        return any(o is not None for o in outs)
-    return any(o is True for o in outs)
+        for o in outs:
+            if o is not None:
+                return True
+    else:
+        for o in outs:
+            if o is True:  # only boolean true passes
+                return True
+    return False
 
 
 def infer_component(cd: CompiledDefinition, pod: PodInput) -> str:

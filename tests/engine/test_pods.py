@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
-from app.engine.pods import PodInput, matches_type
+from app.engine import pods as pods_mod
+from app.engine.compiled import type_selector_expression
+from app.engine.jqbatch import Result
+from app.engine.pods import PodError, PodInput, matches_type
 from app.karta.model import ComponentTypeSelector
 
 TPL = {"podTemplateSpecPath": ".spec.template"}
@@ -153,6 +156,49 @@ def test_selector_without_any_condition_never_matches():
     assert matches_type(ComponentTypeSelector(), p) is False
     assert matches_type(None, p) is False
     assert matches_type(ComponentTypeSelector(match_labels={}), p) is False
+
+
+def outputs_match(sel: ComponentTypeSelector, values: list | None, error: str | None = None) -> bool:
+    text = type_selector_expression(sel.key_path, sel.value)
+    return matches_type(sel, PodInput(pod("p"), {text: Result(values, error)}))
+
+
+def test_key_path_alone_matches_any_non_null_output():
+    sel = ComponentTypeSelector(key_path=".metadata.labels.role")
+    assert outputs_match(sel, [None, 0]) is True
+    assert outputs_match(sel, [False]) is True
+    assert outputs_match(sel, [None]) is False
+    assert outputs_match(sel, []) is False
+    assert outputs_match(sel, None) is False
+
+
+def test_key_path_with_value_matches_only_boolean_true():
+    sel = ComponentTypeSelector(key_path=".metadata.labels.role", value="worker")
+    assert outputs_match(sel, [False, True]) is True
+    assert outputs_match(sel, [1]) is False
+    assert outputs_match(sel, [1.0, "true"]) is False
+    with pytest.raises(PodError, match="boom"):
+        outputs_match(sel, None, "boom")
+
+
+def test_type_selector_text_is_built_once_per_selector():
+    """Its text (a JSON dump of the value) is needed for every pod: it is cached by (keyPath, value)."""
+    sel = ComponentTypeSelector(key_path='.metadata.labels["x"]', value='a "quoted" value')
+    text = type_selector_expression(sel.key_path, sel.value)
+    before = pods_mod._selector_expression.cache_info()
+    for matched in (True, False, True):
+        assert outputs_match(sel, [matched]) is matched
+    after = pods_mod._selector_expression.cache_info()
+    assert after.hits - before.hits >= 2 and after.misses - before.misses <= 1
+    assert pods_mod._selector_expression(sel.key_path, sel.value) == text
+
+
+def test_pod_input_name_is_read_once_as_text():
+    assert PodInput({"metadata": {"name": 7}}, {}).name == "7"
+    assert PodInput({"metadata": None}, {}).name == ""
+    p = PodInput(pod("p"), {})
+    p.obj["metadata"]["name"] = "renamed"
+    assert p.name == "p"  # the name the pod came with keys its rows and messages
 
 
 # -- InferPodComponentInstance ------------------------------------------------------------------------
