@@ -164,6 +164,20 @@ def projection_tree(d: Definition) -> Tree | bool:
     return tree if tree is not None else {}
 
 
+def pod_projection_tree(texts: list[str]) -> Tree | bool:
+    """What of a pod the pod expressions can read (True: all of it); their outputs are read
+    whole (selector values, group keys)."""
+    tree: Tree | bool | None = {}
+    for text in texts:
+        try:
+            tree = merge(tree, needs(parse(text), True))
+        except JqParseError:
+            return True
+        if tree is True:
+            return True
+    return tree if tree is not None else {}
+
+
 # Expressions that mention these read what we would otherwise strip from the input.
 _STRIP_SENSITIVE = ("managedFields", "last-applied", "metadata |", "metadata|", "metadata[]",
                     "annotations |", "annotations|", "annotations[]", "annotations)", "metadata)")
@@ -185,6 +199,7 @@ class CompiledDefinition:
     leaves: list[str]
     has_scale: bool
     time_dependent: bool = False  # an expression calls `now`: its results must not be reused
+    pod_projection: Tree | bool = True  # what the pod expressions may read of a pod
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
 
     @classmethod
@@ -207,7 +222,7 @@ class CompiledDefinition:
         leaves = [c.name or "" for c in comps if c.pod_bearing]
         has_scale = any(c.scale_definition is not None for c in comps)
         compiled = cls(d, workload, w_index, pods, p_index, strip, projection, by_name, names, parent, children, leaves,
-                       has_scale, _calls_now(w_texts))
+                       has_scale, _calls_now(w_texts), pod_projection_tree(p_texts))
         if gang is not None and (gang.pod_groups or gang.pod_group is not None):
             compiled.candidates = {n: compiled._candidates_for(n) for n in names}
         return compiled

@@ -73,7 +73,25 @@ _POINT_ZERO = re.compile(rb"\.0[,}\]]")
 
 
 def _integral_float(raw: bytes) -> bool:
-    return _POINT_ZERO.search(raw) is not None or b"e+" in raw or raw.endswith(b".0")  # (a bare 3.0)
+    # (`b"+" in` first: a search for "e+" trips on every "e" of the text, 5 us per 5 KB)
+    return (_POINT_ZERO.search(raw) is not None or (b"+" in raw and b"e+" in raw)
+            or raw.endswith(b".0"))  # (a bare 3.0)
+
+
+def _parts(obj: dict[str, Any], projection: Tree) -> dict[str, Any]:
+    """What needs vouching for: native programs read only the projection's paths, so its parts
+    two levels down suffice (`metadata.labels`, not the managedFields beside it); deeper, the
+    whole subtree is dumped, which costs less than walking the projection in Python."""
+    out: dict[str, Any] = {}
+    for k, sub in projection.items():
+        if k not in obj:
+            continue
+        v = obj[k]
+        if sub is True or type(v) is not dict or None in sub:
+            out[k] = v
+        else:
+            out[k] = {k2: v[k2] for k2 in sub if k2 in v}
+    return out
 
 
 class Input:
@@ -102,11 +120,7 @@ def prepare(obj: Any, strip: bool, projection: Tree | bool = True) -> Input:
     """The input for evaluating expressions (that read `projection` of it) over `obj`.
     Raises OverflowError/TypeError/ValueError when no JSON text can be made of it."""
     view = strip_noise(obj) if strip and projection is True and isinstance(obj, dict) else obj
-    if isinstance(view, dict) and projection is not True:
-        # Native programs read only the projection's paths, so only its top-level parts need vouching for.
-        parts: Any = {k: view[k] for k in projection if k in view}  # type: ignore[union-attr]
-    else:
-        parts = view
+    parts = _parts(view, projection) if isinstance(view, dict) and projection is not True else view
     try:
         raw = orjson.dumps(parts, option=_PLAIN)
     except TypeError:

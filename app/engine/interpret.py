@@ -299,9 +299,17 @@ def pod_problems(pod: Any) -> list[dict[str, Any]]:
     return errs
 
 
-def _checked_input(obj: Any, cd: CompiledDefinition | None, strip: bool = True) -> Input:
+def _checked_input(obj: Any, cd: CompiledDefinition) -> Input:
+    return _checked(obj, cd.strip_noise, cd.projection)
+
+
+def _checked_pod_input(pod: Any, cd: CompiledDefinition) -> Input:
+    return _checked(pod, True, cd.pod_projection)
+
+
+def _checked(obj: Any, strip: bool, projection: Any) -> Input:
     try:
-        return prepare(obj, cd.strip_noise if cd else strip, cd.projection if cd else True)
+        return prepare(obj, strip, projection)
     except (OverflowError, TypeError, ValueError) as e:
         raise InterpretationError("the object holds a number the reference cannot read (beyond float64)",
                                   [{"path": "", "message": str(e)}]) from None
@@ -421,7 +429,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
 
 def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, Any], pods: list[dict[str, Any]],
                owner_id: str, progress: Progress | None) -> None:
-    rows = cd.pods.run_many([_checked_input(p, None) for p in pods], (lambda i: progress(1, i)) if progress else None)
+    rows = cd.pods.run_many([_checked_pod_input(p, cd) for p in pods], (lambda i: progress(1, i)) if progress else None)
     inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
     if out["gang"]:
         per_pod = pods_gang(cd, values, inputs, owner_id)

@@ -78,3 +78,12 @@ def test_both_paths_answer_alike_for_any_number(value: Any) -> None:
     native = [(r.values, r.error) for r in b.run(inp)]
     libjq = [(r.values, r.error) for r in b._run_jq([inp.text()], None)[0]]
     assert native == libjq and repr(native) == repr(libjq)  # 3 is not 3.0
+
+
+def test_only_what_the_projection_reaches_is_vouched_for_two_levels_down() -> None:
+    pod = {"metadata": {"labels": {"role": "worker"}, "managedFields": [{"weight": 1.0}], "uid": "u"},
+           "spec": {"weight": 2.0}}
+    inp = prepare(pod, True, {"metadata": {"labels": {"role": True}}})
+    assert inp.value is pod and inp.key == b'{"metadata":{"labels":{"role":"worker"}}}'  # no float seen
+    other = dict(pod, metadata=dict(pod["metadata"], uid="v"))
+    assert prepare(other, True, {"metadata": {"labels": {"role": True}}}).key == inp.key

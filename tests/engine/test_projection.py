@@ -8,8 +8,10 @@ import dataclasses
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import jq
+import orjson
 import pytest
 
 from app.casefiles import case_folders
@@ -117,3 +119,46 @@ def test_catalog_fixtures_interpret_the_same_without_projection(obj):
         with compiled_mod._cache_lock:
             compiled_mod._cache[d.digest] = projected_cd
     assert projected == full
+
+
+def _with_pods() -> list[Any]:
+    """Each catalog definition with its fixtures' workloads and all their pods."""
+    out = []
+    for folder in case_folders(CATALOG):
+        objs, pods = [], []
+        for f in sorted((folder / "testdata").glob("*.yaml")):
+            for doc in parse_documents(f.read_text()):
+                if not isinstance(doc, dict):
+                    continue
+                (pods if doc.get("kind") == "Pod" else objs).append(doc)
+        if objs and pods:
+            out.append(pytest.param(objs, pods, id=str(folder.relative_to(CATALOG))))
+    return out
+
+
+@pytest.mark.parametrize("objs, pods", _with_pods())
+def test_pods_interpret_the_same_without_their_projection(objs: list[Any], pods: list[Any]):
+    """Pods are read only where the pod expressions look (`metadata.labels[...]`): the same
+    interpretations, with pods, as from whole pods."""
+    for obj in objs:
+        d = _REGISTRY.resolve_object(obj)
+        if d is None:
+            continue
+        projected_cd = compiled_mod.compiled(d)
+        assert projected_cd.pod_projection is not True, d.name
+
+        def outcome():
+            try:
+                return orjson.dumps(interpret(obj, d, pods))
+            except InterpretationError as e:
+                return str(e)
+
+        projected = outcome()
+        with compiled_mod._cache_lock:
+            compiled_mod._cache[d.digest] = dataclasses.replace(projected_cd, pod_projection=True)
+        try:
+            full = outcome()
+        finally:
+            with compiled_mod._cache_lock:
+                compiled_mod._cache[d.digest] = projected_cd
+        assert projected == full, d.name
