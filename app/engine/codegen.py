@@ -362,7 +362,10 @@ def compile_expression(text: str) -> nv.Program | None:
     subset (the closures' subset: generated code embeds them)."""
     try:
         tree = parse(text)
-        nv._compile(tree)
-        return nv.Program(text, generate(tree)[1])
+        closure = nv._compile(tree)
     except (nv.Unsupported, JqParseError, RecursionError):
         return None
+    try:
+        return nv.Program(text, generate(tree)[1])
+    except (SyntaxError, RecursionError, MemoryError):  # nested beyond what Python's parser takes
+        return nv.Program(text, closure)

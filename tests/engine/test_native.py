@@ -302,6 +302,17 @@ def test_add_answers_as_libjq_for_any_mix(items: list[Any]) -> None:
     same("[.[] | [.]] | add | length", items)
 
 
+@pytest.mark.parametrize("expr", [
+    "." + ".".join(f"a{i}" for i in range(150)), " // ".join(f".a{i}" for i in range(300)),
+    " and ".join(f".a{i}" for i in range(400)),
+])
+def test_expressions_nested_beyond_pythons_parser_run_as_closures(expr: str) -> None:
+    """Generated code nests a parenthesis per node; Python's parser stops at 200."""
+    prog = codegen.compile_expression(expr)
+    assert prog is not None and prog.fn.__name__ != "_expression"
+    assert same(expr, {"a0": {"a1": None}}) is not None
+
+
 def test_add_is_linear_in_its_input() -> None:
     """Each step of a + b would copy what has been added so far: 5 * 10^9 copies here."""
     many = [[i] for i in range(100_000)]
