@@ -5,8 +5,9 @@ A watch the server ends (its timeout) or a broken connection resumes from the la
 seen, bookmarks included, so quiet periods cost no relist; 410 Gone means that version is
 compacted away: list again, and hand the *differences* to the consumer (what was added,
 changed or removed while we were away), never a second ADDED for an object it already has.
-404 means the kind is not served (a CRD not installed yet, or deleted): the copy empties and
-the loop waits to be poked (or retries slowly).
+404 means the kind is not served (a CRD not installed yet or deleted, or an API server still
+starting): the copy empties and the loop waits to be poked, or retries after 1 s, doubling to
+`not_served_retry`.
 
 What is kept of each object is the consumer's business: `keep(obj)` turns the wire object
 into whatever record it wants (or None to ignore it); records must carry `.rv`.  Metadata-only
@@ -101,12 +102,17 @@ class Informer:
     # -- the loop -------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
         backoff, forbidden = Backoff(), Backoff(base=1.0, cap=30.0)
+        # Not served: a CRD not installed yet, or an API server that is starting and has not put
+        # its CRDs' handlers up yet (its CRD list is already whole, so nothing pokes us then).
+        # Retry soon, then rarely.
+        not_served = Backoff(base=1.0, cap=self.not_served_retry)
         need_list = True
         while not stop.is_set():
             try:
                 if need_list:
                     await self._list()
                     need_list = False
+                    not_served.reset()  # served (again)
                 await self._watch(stop)  # returns when the server ends the watch: resume from our version
                 backoff.reset()
                 forbidden.reset()
@@ -118,7 +124,7 @@ class Informer:
                 self._not_served()
                 if self.on_list is not None:
                     await self.on_list()
-                await self._wait(stop, self.not_served_retry)  # until poked (a CRD appeared) or now and then
+                await self._wait(stop, not_served.next())  # until poked (a CRD appeared) or the retry
             except Forbidden as e:
                 self._set_state("forbidden", str(e))
                 self.synced_once.set()  # a direct read is refused just the same: readers need not wait
