@@ -20,17 +20,8 @@ from typing import Any
 
 from ..jqlang import JqParseError, Node, parse
 from . import native as nv
-from .values import gojq_tostring
 
 Scope = dict[str, str]  # jq variable -> Python name
-
-# Builtins of arity 0 with one output, as a single-value function of the input.
-_SINGLE: dict[str, Any] = {
-    "length": nv._length, "keys": nv._keys, "type": nv._type, "tostring": gojq_tostring,
-    "to_entries": nv._entries, "from_entries": nv._from_entries, "tonumber": nv._tonumber,
-    "add": lambda v: nv._add_all(nv._iterate(v)), "first": lambda v: nv._index(v, 0),
-    "last": lambda v: nv._index(v, -1), "reverse": nv._reverse,
-}
 
 
 class _Gen:
@@ -240,11 +231,8 @@ class _Gen:
         if not args:
             if name == "not":
                 return self.boolean(f"({v} is None or {v} is False)")
-            if name in _SINGLE:
-                return f"{self.const(_SINGLE[name])}({v})"
-            if name in nv._EXACT:
-                return f"{self.const(nv._ZERO[name])}({v})[0]"
-            return None
+            f1 = nv._ONE_VALUE.get(name)
+            return None if f1 is None else f"{self.const(f1)}({v})"
         if name == "map" and len(args) == 1:
             x = self.tmp()
             f = self.one(args[0], x, scope)

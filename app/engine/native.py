@@ -310,11 +310,6 @@ def _literal(n: Node) -> Any:
     return {"null": None, "true": True, "false": False}.get(n.kind) if n.kind != "string" else n.value
 
 
-# builtins of arity 0 with exactly one output (the rest may output nothing)
-_EXACT = {"not", "length", "keys", "to_entries", "from_entries", "type", "tostring", "tojson", "tonumber",
-          "ascii_downcase", "ascii_upcase", "any", "all", "add", "first", "last", "reverse", "sort", "unique",
-          "min", "max", "floor", "ceil", "env"}
-
 
 def _one(n: Node) -> One | None:
     """The exactly-one-output form of a node (no lists built), or None when it may output zero
@@ -425,10 +420,8 @@ def _one(n: Node) -> One | None:
     if k == "call":
         name = n.value
         if not n.children:
-            if name not in _EXACT:
-                return None
-            f0 = _ZERO[name]
-            return lambda v, env: f0(v)[0]
+            f1 = _ONE_VALUE.get(name)  # None: it may output nothing
+            return None if f1 is None else (lambda v, env: f1(v))
         if name == "map" and len(n.children) == 1:
             f = _one(n.children[0])
             if f is not None:
@@ -785,19 +778,38 @@ def _need_str(v: Any) -> str:
     return v
 
 
+# Builtins of arity 0 with exactly one output: that output, as a function of the input.
+_ONE_VALUE: dict[str, Callable[[Any], Any]] = {
+    "not": lambda v: not _truthy(v),
+    "length": _length,
+    "keys": _keys,
+    "to_entries": _entries,
+    "from_entries": _from_entries,
+    "type": _type,
+    "tostring": gojq_tostring,
+    "tojson": lambda v: gojq_tostring(v) if type(v) is not str else gojq_tostring([v])[1:-1],
+    "tonumber": _tonumber,
+    "ascii_downcase": lambda v: _need_str(v).lower() if _need_str(v).isascii() else _fallback(),
+    "ascii_upcase": lambda v: _need_str(v).upper() if _need_str(v).isascii() else _fallback(),
+    "any": lambda v: any(_truthy(x) for x in _iterate(v)),
+    "all": lambda v: all(_truthy(x) for x in _iterate(v)),
+    "add": lambda v: _add_all(_iterate(v)),
+    "first": lambda v: _index(v, 0),
+    "last": lambda v: _index(v, -1),
+    "reverse": lambda v: _reverse(v),
+    "sort": lambda v: sorted(_list(v), key=_Key),
+    "unique": lambda v: _unique(_list(v)),
+    "min": lambda v: min(_list(v), key=_Key) if _list(v) else None,
+    "max": lambda v: max(_list(v), key=_Key) if _list(v) else None,
+    "floor": lambda v: math.floor(v) if _num(v) and math.isfinite(v) else _fallback(),
+    "ceil": lambda v: math.ceil(v) if _num(v) and math.isfinite(v) else _fallback(),
+    "env": lambda v: {},
+}
+
+# Every builtin of arity 0: the list of its outputs (the filters output none or the input).
 _ZERO: dict[str, Callable[[Any], list[Any]]] = {
+    **{name: (lambda f: lambda v: [f(v)])(f) for name, f in _ONE_VALUE.items()},
     "empty": lambda v: [],
-    "not": lambda v: [not _truthy(v)],
-    "length": lambda v: [_length(v)],
-    "keys": lambda v: [_keys(v)],
-    "to_entries": lambda v: [_entries(v)],
-    "from_entries": lambda v: [_from_entries(v)],
-    "type": lambda v: [_type(v)],
-    "tostring": lambda v: [gojq_tostring(v)],
-    "tojson": lambda v: [gojq_tostring(v) if type(v) is not str else gojq_tostring([v])[1:-1]],
-    "tonumber": lambda v: [_tonumber(v)],
-    "ascii_downcase": lambda v: [_need_str(v).lower() if _need_str(v).isascii() else _fallback()],
-    "ascii_upcase": lambda v: [_need_str(v).upper() if _need_str(v).isascii() else _fallback()],
     "values": lambda v: [v] if v is not None else [],
     "nulls": lambda v: [v] if v is None else [],
     "booleans": lambda v: [v] if v is True or v is False else [],
@@ -807,19 +819,6 @@ _ZERO: dict[str, Callable[[Any], list[Any]]] = {
     "objects": lambda v: [v] if type(v) is dict else [],
     "iterables": lambda v: [v] if type(v) in (list, dict) else [],
     "scalars": lambda v: [v] if type(v) not in (list, dict) else [],
-    "any": lambda v: [any(_truthy(x) for x in _iterate(v))],
-    "all": lambda v: [all(_truthy(x) for x in _iterate(v))],
-    "add": lambda v: [_add_all(_iterate(v))],
-    "first": lambda v: [_index(v, 0)],
-    "last": lambda v: [_index(v, -1)],
-    "reverse": lambda v: [_reverse(v)],
-    "sort": lambda v: [sorted(_list(v), key=_Key)],
-    "unique": lambda v: [_unique(_list(v))],
-    "min": lambda v: [min(_list(v), key=_Key) if _list(v) else None],
-    "max": lambda v: [max(_list(v), key=_Key) if _list(v) else None],
-    "floor": lambda v: [math.floor(v) if _num(v) and math.isfinite(v) else _fallback()],
-    "ceil": lambda v: [math.ceil(v) if _num(v) and math.isfinite(v) else _fallback()],
-    "env": lambda v: [{}],
 }
 
 
