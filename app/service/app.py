@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -494,6 +495,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.collect()
         gc.freeze()
         service.ready = True
+        logging.getLogger("wlmap").info("serving on %s's event loop",
+                                        type(asyncio.get_running_loop()).__module__.split(".")[0])
         try:
             yield
         finally:

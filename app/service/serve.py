@@ -11,7 +11,13 @@ import uvicorn
 from fastapi import FastAPI
 
 from .middleware import setup_logging
-from .settings import Settings, auth_mode, cluster_enabled, settings_from_args
+from .settings import (
+    Settings,
+    auth_mode,
+    cluster_enabled,
+    event_loop,
+    settings_from_args,
+)
 
 
 def app_from_env() -> FastAPI:
@@ -42,5 +48,6 @@ def serve(args: argparse.Namespace) -> int:
     setup_logging(settings.log_level.upper())
     uvicorn.run("app.service.serve:app_from_env", factory=True, host=settings.host, port=settings.port,
                 workers=settings.workers if settings.workers > 1 else None, log_config=None, access_log=False,
-                log_level="warning", proxy_headers=False, server_header=False)
+                log_level="warning", proxy_headers=False, server_header=False, loop=event_loop(settings),
+                http="app.service.protocol:NoDelayHTTPProtocol")
     return 0

@@ -243,16 +243,6 @@ def relayed(fleet: Fleet, tmp_path: Path) -> Iterator[tuple[Server, Relay]]:
         relay.close()
 
 
-def _get(url: str) -> httpx.Response:
-    """One GET, tried twice: while b's connections fail with broken pipes, uvloop can hand the
-    service a new client socket on a descriptor it still counts as b's (`Bad file descriptor` in
-    uvicorn's connection_made, seen once in a full run), and that one connection is reset."""
-    try:
-        return httpx.get(url, timeout=10)
-    except httpx.TransportError:
-        return httpx.get(url, timeout=10)
-
-
 def test_a_cluster_going_down_shows_without_reload(relayed: tuple[Server, Relay], fleet: Fleet, new_page: Any,
                                                    timings: Any, shots: Any) -> None:
     service, relay = relayed
@@ -275,7 +265,7 @@ def test_a_cluster_going_down_shows_without_reload(relayed: tuple[Server, Relay]
         expect(card).to_have_attribute("data-state", "unavailable", timeout=LIVE_MS)
         timings("fleet page: cluster b unreachable -> said so", time.monotonic() - start)
         expect(card.locator(".cluster-state")).to_have_text("unavailable")
-        item = next(i for i in _get(service.url + "/clusters").json()["items"] if i["name"] == "b")
+        item = next(i for i in httpx.get(service.url + "/clusters", timeout=10).json()["items"] if i["name"] == "b")
         assert item["available"] is False and item["lastError"]
         expect(card.locator(".cluster-error")).not_to_be_empty()
         expect(fleet_page.locator("#fleet-available .value")).to_have_text("1 of 2")

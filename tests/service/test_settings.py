@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.service.settings import Settings
+from app.service.settings import Settings, event_loop
 
 
 def test_kubernetes_service_link_is_not_a_port(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -16,3 +16,29 @@ def test_kubernetes_service_link_is_not_a_port(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("WLMAP_PORT", "not-a-port")
     with pytest.raises(ValueError):
         Settings.from_env()
+
+
+@pytest.mark.parametrize(("settings", "loop"), [
+    (Settings(), "uvloop"),  # stateless: no API server to talk to
+    (Settings(kubeconfig="/k"), "asyncio"),
+    (Settings(clusters=["b=/k"]), "asyncio"),
+    (Settings(cluster_secrets=True), "asyncio"),
+    (Settings(kubeconfig="/k", loop="uvloop"), "uvloop"),
+    (Settings(loop="asyncio"), "asyncio"),
+])
+def test_the_event_loop_is_asyncio_whenever_an_api_server_is_a_peer(settings: Settings, loop: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.service.settings as settings_mod
+
+    monkeypatch.setattr(settings_mod, "in_cluster", lambda: False)
+    assert event_loop(settings) == loop
+    assert Settings.from_env().loop == "auto"
+    monkeypatch.setenv("WLMAP_LOOP", "asyncio")
+    assert Settings.from_env().loop == "asyncio" and Settings(loop="uvloop").to_env()["WLMAP_LOOP"] == "uvloop"
+
+
+def test_in_a_pod_the_loop_is_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.service import settings
+
+    monkeypatch.setattr(settings, "in_cluster", lambda: True)  # the service account's API server
+    assert event_loop(Settings()) == "asyncio"
