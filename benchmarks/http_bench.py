@@ -51,7 +51,12 @@ def start_server(workers: int, *extra: str) -> tuple[subprocess.Popen, str, floa
     while True:
         try:
             if httpx.get(url + "/readyz", timeout=0.5).status_code == 200:
-                return proc, url, time.perf_counter() - started
+                ready = time.perf_counter() - started
+                # the first worker answers /readyz before the others have started: measuring then
+                # leaves wrk's keep-alive connections all on that one
+                while workers_listening(proc.pid, port) < workers and time.perf_counter() - started < 60:
+                    time.sleep(0.02)
+                return proc, url, ready
         except httpx.HTTPError:
             pass
         if proc.poll() is not None or time.perf_counter() - started > 60:
@@ -62,6 +67,26 @@ def start_server(workers: int, *extra: str) -> tuple[subprocess.Popen, str, floa
 def _stat(pid: int) -> list[str]:
     """/proc/<pid>/stat fields after the command name (field 4, ppid, is index 1)."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def workers_listening(root: int, port: int) -> int:
+    """How many processes under `root` poll a listening socket of `port` (its descriptor is in
+    one of their epoll sets): a worker counts once its server has started, not merely spawned."""
+    listening = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        f = line.split()
+        if int(f[1].split(":")[1], 16) == port and f[3] == "0A":
+            listening.add(f"socket:[{f[9]}]")
+    count = 0
+    for pid in process_tree(root):
+        try:
+            fds = {fd for fd in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{fd}") in listening}
+            polled = "".join(Path(f"/proc/{pid}/fdinfo/{fd}").read_text() for fd in os.listdir(f"/proc/{pid}/fd")
+                             if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[eventpoll]")
+        except OSError:
+            continue
+        count += any(re.search(rf"^tfd:\s+{fd}\s", polled, re.MULTILINE) for fd in fds)
+    return count
 
 
 def process_tree(root: int) -> list[int]:
@@ -210,8 +235,8 @@ def run_server(args: argparse.Namespace, obj: dict, body: str, *extra: str) -> N
             cpu = _tree_cpu_seconds(proc.pid) - cpu0
             split = [b - a for a, b in zip(split0, _worker_cpu_seconds(proc.pid))]
             per_req = cpu / (single["rps"] * args.duration) * 1e6
-            # keep-alive connections stay with the worker that accepted them: an uneven split
-            # (one worker taking most of wrk's connections) caps the run near one core
+            # keep-alive connections stay with the worker that accepted them: an uneven split caps
+            # the run near one core (it was the norm before start_server waited for every worker)
             shares = "/".join(f"{100 * c / max(sum(split), 1e-9):.0f}" for c in split if c > 0.05)
             print(f"POST /interpret, {conns:3d} connections, {args.duration} s: {single['rps']:6.0f} req/s, "
                   f"p50 {single['p50']:6.2f} ms, p90 {single['p90']:6.2f} ms, p99 {single['p99']:6.2f} ms, "
