@@ -9,7 +9,9 @@ component has a scale, and the alpha gang candidates per component.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from cachetools import LRUCache
@@ -30,6 +32,7 @@ class Candidate:
     member: PodGroupMember
 
 
+@lru_cache(maxsize=4096)  # matches_type asks for it for every pod and selector
 def type_selector_expression(key_path: str, value: str | None) -> str:
     """What the reference evaluates for a type selector: `<keyPath> == "<value>"`, concatenated
     as text (no parentheses), so `.a // .b` with a value compares only `.b`."""
@@ -150,32 +153,29 @@ def _shaped_exprs(d: Definition) -> list[tuple[str, Tree | bool]]:
     return out + [(t, True) for t in w_texts if t not in shaped]
 
 
-def projection_tree(d: Definition) -> Tree | bool:
-    """What of the workload object the workload expressions can read (True: all of it)."""
+def _read_tree(shaped: Iterable[tuple[str, Tree | bool]]) -> Tree | bool:
+    """What expressions, each with the shape in which its outputs are read, can read of their
+    input (True: all of it)."""
     tree: Tree | bool | None = {}
-    for text, shape in _shaped_exprs(d):
+    for text, shape in shaped:
         try:
-            t = needs(parse(text), shape)
+            tree = merge(tree, needs(parse(text), shape))
         except JqParseError:
             return True
-        tree = merge(tree, t)
         if tree is True:
             return True
     return tree if tree is not None else {}
+
+
+def projection_tree(d: Definition) -> Tree | bool:
+    """What of the workload object the workload expressions can read (True: all of it)."""
+    return _read_tree(_shaped_exprs(d))
 
 
 def pod_projection_tree(texts: list[str]) -> Tree | bool:
     """What of a pod the pod expressions can read (True: all of it); their outputs are read
     whole (selector values, group keys)."""
-    tree: Tree | bool | None = {}
-    for text in texts:
-        try:
-            tree = merge(tree, needs(parse(text), True))
-        except JqParseError:
-            return True
-        if tree is True:
-            return True
-    return tree if tree is not None else {}
+    return _read_tree((t, True) for t in texts)
 
 
 # Expressions that mention these read what we would otherwise strip from the input.

@@ -13,6 +13,7 @@ import orjson
 
 from ..karta.model import FRAGMENT_FIELDS, ComponentDefinition
 from .jqbatch import Result
+from .memo import Memo
 from .values import ConversionError, go_json_type, to_int32
 
 
@@ -186,11 +187,9 @@ def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
 
 
 # _type_problem outcomes by (Go type, JSON text): extracted pod templates repeat across
-# interpretations, and printing one (C) costs a tenth of walking it (Python).  Plain dict
-# operations are atomic, so no lock; when full it is dropped whole.  (Extracted values are
-# JSON values, for which the text determines the outcome.)
-_problems: dict[tuple[str, bytes], str | None] = {}
-_PROBLEMS_MAX = 4096
+# interpretations, and printing one (C) costs a tenth of walking it (Python).  (Extracted values
+# are JSON values, for which the text determines the outcome.)
+_problems: Memo[tuple[str, bytes], str | None] = Memo(maxsize=4096)
 
 
 def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None:
@@ -201,10 +200,7 @@ def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None
         return _problems[key]
     except KeyError:
         pass
-    err = _problems[key] = _type_problem(v, shape, "value")
-    if len(_problems) > _PROBLEMS_MAX:
-        _problems.clear()
-    return err
+    return _problems.put(key, _type_problem(v, shape, "value"))
 
 
 def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> tuple[Any, bytes | None]:

@@ -24,6 +24,7 @@ from .inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noq
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .jqbatch import Result
+from .memo import Memo
 from .pods import PodInput
 from .quantity import QuantityError
 from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
@@ -137,9 +138,7 @@ class _PodFacts:
         return hit
 
 
-# Plain dict operations are atomic, so no lock; when full it is dropped whole.
-_pod_facts: dict[tuple[bytes | None, ...], _PodFacts] = {}
-_POD_FACTS_MAX = 4096
+_pod_facts: Memo[tuple[bytes | None, ...], _PodFacts] = Memo(maxsize=4096)
 
 
 def _facts(inst: ExtractedInstance) -> _PodFacts:
@@ -150,9 +149,7 @@ def _facts(inst: ExtractedInstance) -> _PodFacts:
     per_pod = _instance_requests(inst)
     facts = _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
     if key is not None:
-        _pod_facts[key] = facts
-        if len(_pod_facts) > _POD_FACTS_MAX:
-            _pod_facts.clear()
+        _pod_facts.put(key, facts)
     return facts
 
 

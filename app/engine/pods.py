@@ -7,7 +7,6 @@ batch (one libjq call for all pods).  Texts follow the reference (`InferPodCompo
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from ..karta.model import ComponentDefinition, ComponentTypeSelector
@@ -59,11 +58,6 @@ class PodInput:
         return go_v(self.single_value(expr))
 
 
-# The text of a type selector's expression, built for every pod and selector otherwise (a JSON
-# dump of its value); a few per definition.
-_selector_expression = lru_cache(maxsize=4096)(type_selector_expression)
-
-
 def matches_type(sel: ComponentTypeSelector | None, pod: PodInput) -> bool:
     if sel is None:
         return False
@@ -74,7 +68,7 @@ def matches_type(sel: ComponentTypeSelector | None, pod: PodInput) -> bool:
                 return False
     if not sel.key_path:
         return bool(sel.match_labels)  # a selector with no condition never matches
-    outs = pod.outputs(_selector_expression(sel.key_path, sel.value))
+    outs = pod.outputs(type_selector_expression(sel.key_path, sel.value))
     # Loops, not any(<generator>): making the generator costs more than reading the few outputs.
     if sel.value is None:
         for o in outs:

@@ -14,6 +14,7 @@ from typing import Any
 from ..karta.model import StatusDefinition, StatusMatcher
 from .instances import ExtractionError
 from .jqbatch import Result
+from .memo import Memo
 from .values import go_json_type, gojq_tostring
 
 EVALUATION_ORDER = ["Resuming", "Suspending", "Suspended", "Running", "Failed", "Completed", "Initializing",
@@ -95,20 +96,15 @@ def _matcher(m: StatusMatcher) -> _Matcher:
 
 
 # Plans by id(definition); each entry holds its definition, so that id is not reused while it is
-# cached.  Plain dict operations are atomic, so no lock; when full it is dropped whole.
-_plans: dict[int, tuple[StatusDefinition, _Plan]] = {}
-_PLANS_MAX = 1024
+# cached.
+_plans: Memo[int, tuple[StatusDefinition, _Plan]] = Memo(maxsize=1024)
 
 
 def _plan(sd: StatusDefinition) -> _Plan:
     hit = _plans.get(id(sd))
     if hit is not None:
         return hit[1]
-    plan = _Plan.of(sd)
-    _plans[id(sd)] = (sd, plan)
-    if len(_plans) > _PLANS_MAX:
-        _plans.clear()
-    return plan
+    return _plans.put(id(sd), (sd, _Plan.of(sd)))[1]
 
 
 def evaluate_status(sd: StatusDefinition, results: dict[str, Result], path: str) -> StatusResult:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
-from app.engine import pods as pods_mod
 from app.engine.compiled import type_selector_expression
 from app.engine.jqbatch import Result
 from app.engine.pods import PodError, PodInput, matches_type
@@ -185,12 +184,12 @@ def test_type_selector_text_is_built_once_per_selector():
     """Its text (a JSON dump of the value) is needed for every pod: it is cached by (keyPath, value)."""
     sel = ComponentTypeSelector(key_path='.metadata.labels["x"]', value='a "quoted" value')
     text = type_selector_expression(sel.key_path, sel.value)
-    before = pods_mod._selector_expression.cache_info()
+    before = type_selector_expression.cache_info()
     for matched in (True, False, True):
         assert outputs_match(sel, [matched]) is matched
-    after = pods_mod._selector_expression.cache_info()
+    after = type_selector_expression.cache_info()
     assert after.hits - before.hits >= 2 and after.misses - before.misses <= 1
-    assert pods_mod._selector_expression(sel.key_path, sel.value) == text
+    assert type_selector_expression(sel.key_path, sel.value) == text
 
 
 def test_pod_input_name_is_read_once_as_text():
