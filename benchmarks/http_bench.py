@@ -80,12 +80,13 @@ def workers_listening(root: int, port: int) -> int:
     count = 0
     for pid in process_tree(root):
         try:
-            fds = {fd for fd in os.listdir(f"/proc/{pid}/fd") if os.readlink(f"/proc/{pid}/fd/{fd}") in listening}
-            polled = "".join(Path(f"/proc/{pid}/fdinfo/{fd}").read_text() for fd in os.listdir(f"/proc/{pid}/fd")
-                             if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[eventpoll]")
+            links = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            polled = "".join(Path(f"/proc/{pid}/fdinfo/{fd}").read_text() for fd, link in links.items()
+                             if link == "anon_inode:[eventpoll]")
         except OSError:
             continue
-        count += any(re.search(rf"^tfd:\s+{fd}\s", polled, re.MULTILINE) for fd in fds)
+        count += any(re.search(rf"^tfd:\s+{fd}\s", polled, re.MULTILINE)
+                     for fd, link in links.items() if link in listening)
     return count
 
 

@@ -241,8 +241,8 @@ def fleet_mode(s: Settings) -> bool:
 def event_loop(s: Settings) -> str:
     """uvicorn's loop.  uvloop 0.23 is not safe as a TLS client of a peer that resets connections
     (a cluster whose network drops): measured with a real API server behind a resetting relay,
-    the process aborted in 2 of 3 runs and otherwise raised "File descriptor N is used by
-    transport" on later connects (benchmarks/loop_faults.py).  asyncio's loop has neither, so it
+    3 of 4 client processes aborted and another raised "File descriptor N is used by transport"
+    on later connects (benchmarks/loop_faults.py, BENCHMARKS.md).  asyncio's loop has neither, so it
     runs whenever the service talks to an API server; uvloop only serves the stateless mode."""
     if s.loop != "auto":
         return s.loop
