@@ -78,7 +78,7 @@ class Member:
 
     def _attach(self, kube: Kube) -> None:
         self.kube = kube
-        self.workloads = Workloads(kube, self.registry, self.interpret)
+        self.workloads = Workloads(kube, self.registry, self.interpret, cluster=self.name if self.labelled else None)
         self.access = Access(kube) if self.auth else None
         if self.cache:
             self.model = LiveModel(kube, self.registry, self.interpret, namespaces=self.namespaces,

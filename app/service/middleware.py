@@ -1,5 +1,6 @@
 """ASGI middleware: request body limit (413 problem), and one JSON log line + latency metric
-per request (route template, status, duration, definition, phase)."""
+per request (route template, status, duration, definition, phase); with --auth kubernetes, one
+audit line (`wlmap.audit`) per request that read cluster data: who, what, where, the decision."""
 
 from __future__ import annotations
 
@@ -12,9 +13,20 @@ from typing import Any
 import orjson
 
 from ..problem import problem_body
+from .auth import audit_fields
 from .metrics import REQUESTS
 
 access_log = logging.getLogger("wlmap.access")
+audit_log = logging.getLogger("wlmap.audit")
+
+
+def _audit(scope: dict[str, Any], status: int) -> None:
+    fields = audit_fields(scope.get("state") or {}, status)
+    if fields is not None:
+        route = scope.get("route")
+        audit_log.info("audit", extra={"fields": {"route": getattr(route, "path", None) or "unmatched",
+                                                  "method": scope.get("method"), "path": scope.get("path"),
+                                                  "status": status, **fields}})
 
 
 class JsonFormatter(logging.Formatter):
@@ -128,6 +140,7 @@ class ServiceMiddleware:
         async def tracking_send(msg: dict[str, Any]) -> None:
             if msg["type"] == "http.response.start":
                 info["status"] = msg["status"]
+                _audit(scope, msg["status"])  # at the answer, so a stream is audited when it opens
             await send(msg)
 
         try:

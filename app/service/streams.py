@@ -28,7 +28,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ..cluster.kube import PODS, Resource
-from ..cluster.workloads import Allow, Known, LookupFailed, allow_all, matches_token
+from ..cluster.reader import Allow, Known, LookupFailed, matches_token
 from ..fleet.fleet import CLUSTER_KEY, Fleet
 from ..fleet.member import Member
 from ..model.events import Event, EventLog, TokenError
@@ -222,12 +222,13 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     await _wait_synced(model)
     sse = wants_sse(request)
     try:
-        kw, obj = model.resolve(namespace, name, kind, api_version)
-        body = await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
+        found = await model.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
+        res = found.resource
+        body = await model.describe(namespace, name, res.kind, res.api_version,
                                     with_pods=with_pods, allow=allow, freshness=False)
     except LookupFailed as e:
         raise lookup_problem(e) from None
-    key = (kw.resource.group, kw.resource.kind, obj.namespace, obj.name)
+    key = (res.group, res.kind, found.namespace, found.name)
     log = model.events
     token = resume_token(request)
     known_digest: bytes | None = None
@@ -252,7 +253,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     async def current() -> bytes | None:
         """The workload's interpretation now (None: it is gone, or no longer visible to the caller)."""
         try:
-            return await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
+            return await model.describe(namespace, name, res.kind, res.api_version,
                                         with_pods=with_pods, allow=allow, freshness=False)
         except LookupFailed:
             return None
@@ -319,7 +320,7 @@ async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
 
 
 async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] | None, namespace: str | None,
-                            kind: str | None, allow_for: Callable[[Member | None], Allow]) -> Any:
+                            kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool) -> Any:
     """The list stream over several clusters: every row carries its cluster; one resume token
     covers them all (the members share one event log)."""
     if any(m.model is None for m in fleet.members.values()):
@@ -348,7 +349,7 @@ async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] 
         m = fleet.get(ev.cluster or "")
         res = resource_of(ev)
         if m is None or res is None:  # its cluster is gone: told only where nothing is authorized
-            return ev.object if allow_for(None) is allow_all else None
+            return None if authorized else ev.object
         try:
             row = await _shown(allow_for(m), res, namespace, ev)
         except ProblemError:
