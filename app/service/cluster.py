@@ -73,7 +73,8 @@ class Cluster:
         self.access = Access(kube) if auth and kube is not None else None
         self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,
                            namespaces=settings.watch_namespaces, auth=auth, labelled=fleet_mode(settings),
-                           probe_interval=settings.cluster_probe_interval)
+                           probe_interval=settings.cluster_probe_interval,
+                           secret_allow_insecure=settings.cluster_secret_allow_insecure)
         if home is not None and kube is not None:
             self.fleet.add(home, kube, home=True)
         for spec in others:

@@ -62,6 +62,7 @@ class Settings:
     cluster_secrets: bool = False
     cluster_secret_selector: str = "workload-map.dev/cluster=true"
     cluster_secret_names: list[str] = field(default_factory=list)
+    cluster_secret_allow_insecure: bool = False
     cluster_probe_interval: float = 10.0
     loop: str = "auto"  # auto | asyncio | uvloop: see event_loop()
 
@@ -99,6 +100,7 @@ class Settings:
         s.cluster_secret_selector = _env("cluster_secret_selector", s.cluster_secret_selector) or \
             s.cluster_secret_selector
         s.cluster_secret_names = [n.strip() for n in (_env("cluster_secret") or "").split(",") if n.strip()]
+        s.cluster_secret_allow_insecure = _bool(_env("cluster_secret_allow_insecure", "false"))
         s.cluster_probe_interval = float(_env("cluster_probe_interval", str(s.cluster_probe_interval)) or
                                          s.cluster_probe_interval)
         s.loop = _env("loop", s.loop) or s.loop
@@ -127,6 +129,7 @@ class Settings:
                 "WLMAP_CLUSTER_SECRETS": str(self.cluster_secrets).lower(),
                 "WLMAP_CLUSTER_SECRET_SELECTOR": self.cluster_secret_selector,
                 "WLMAP_CLUSTER_SECRET": ",".join(self.cluster_secret_names),
+                "WLMAP_CLUSTER_SECRET_ALLOW_INSECURE": str(self.cluster_secret_allow_insecure).lower(),
                 "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval), "WLMAP_LOOP": self.loop}
 
 
@@ -200,6 +203,10 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="watch only this cluster Secret (repeatable; WLMAP_CLUSTER_SECRET, comma-separated): the "
                         "service reads no other Secret, so RBAC can grant exactly these (resourceNames); "
                         "implies --cluster-secrets")
+    p.add_argument("--cluster-secret-allow-insecure", type=_bool, default=d.cluster_secret_allow_insecure,
+                   metavar="true|false",
+                   help="let a cluster Secret's kubeconfig set insecure-skip-tls-verify: true (its server's "
+                        "certificate is then not checked) (WLMAP_CLUSTER_SECRET_ALLOW_INSECURE; default false)")
     p.add_argument("--cluster-probe-interval", type=float, default=d.cluster_probe_interval, metavar="SECONDS",
                    help="how often each cluster's API server is probed; a cluster that does not answer is marked "
                         "unavailable (WLMAP_CLUSTER_PROBE_INTERVAL; default 10)")
@@ -224,6 +231,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     cluster_secrets=args.cluster_secrets or bool(args.cluster_secret_names),
                     cluster_secret_selector=args.cluster_secret_selector,
                     cluster_secret_names=list(args.cluster_secret_names),
+                    cluster_secret_allow_insecure=args.cluster_secret_allow_insecure,
                     cluster_probe_interval=args.cluster_probe_interval, loop=args.loop)
 
 

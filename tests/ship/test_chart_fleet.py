@@ -207,6 +207,21 @@ def test_secret_role_needs_rbac_create_but_the_settings_do_not() -> None:
     assert fleet_env(objs) == {"WLMAP_CLUSTER_SECRETS": "true", "WLMAP_CLUSTER_SECRET": "e"}
 
 
+def test_cluster_secrets_may_skip_tls_verification_only_when_allowed() -> None:
+    objs = objects(render({"clusters": {"secrets": {"enabled": True}}}))
+    assert "WLMAP_CLUSTER_SECRET_ALLOW_INSECURE" not in fleet_env(objs)
+    assert serve_args(objs)[0].cluster_secret_allow_insecure is False
+    objs = objects(render({"clusters": {"secrets": {"enabled": True, "allowInsecure": True}}}))
+    assert fleet_env(objs)["WLMAP_CLUSTER_SECRET_ALLOW_INSECURE"] == "true"
+    s, args = serve_args(objs)
+    assert args.cluster_secret_allow_insecure is True and s.cluster_secret_allow_insecure is True
+    assert s.to_env()["WLMAP_CLUSTER_SECRET_ALLOW_INSECURE"] == "true"  # handed on to the workers
+    assert bare_serve_parse(objs).cluster_secret_allow_insecure is True
+    # only with the Secrets themselves
+    assert fleet_env(objects(render({"clusters": {"secrets": {"allowInsecure": True}}}))) == {}
+    assert_rejected({"clusters": {"secrets": {"allowInsecure": "yes"}}})
+
+
 def test_cluster_name_and_probe_interval() -> None:
     objs = objects(render({"clusters": {"name": "hub.eu-1", "probeInterval": 2.5}}))
     assert fleet_env(objs) == {"WLMAP_CLUSTER_NAME": "hub.eu-1", "WLMAP_CLUSTER_PROBE_INTERVAL": "2.5"}
@@ -338,7 +353,9 @@ def test_schema_accepts_the_documented_values() -> None:
     chart.validate_schema(FLEET_VALUES)
     documented = yaml.safe_load((CHART / "values.yaml").read_text())["clusters"]
     assert documented == {"name": "", "probeInterval": "", "extra": [], "readers": [],
-                          "secrets": {"enabled": False, "names": [], "selector": "workload-map.dev/cluster=true"}}
+                          "secrets": {"enabled": False, "names": [], "selector": "workload-map.dev/cluster=true",
+                                      "allowInsecure": False}}
+    assert documented["secrets"]["allowInsecure"] == Settings().cluster_secret_allow_insecure
     assert documented["secrets"]["selector"] == Settings().cluster_secret_selector == specs.SECRET_LABEL
     chart.validate_schema({"clusters": {"name": "", "probeInterval": 0.5,
                                         "extra": [{"name": "a.b-c", "secretName": "kc", "key": "config.yaml",
