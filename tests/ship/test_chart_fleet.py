@@ -164,7 +164,7 @@ def test_cluster_secrets_by_label_get_a_namespace_wide_role() -> None:
         if o["kind"] == "ClusterRole":
             assert all("secrets" not in r.get("resources", []) for r in o["rules"]), o["metadata"]["name"]
     assert rule_set(named(objs, "Role", FULLNAME)["rules"]) == {("", "configmaps", v) for v in SECRET_VERBS} | {
-        ("", "events", "create"), ("", "events", "patch")}
+        ("", "events", "create")}
 
     assert fleet_env(objs) == {"WLMAP_CLUSTER_SECRETS": "true",
                                "WLMAP_CLUSTER_SECRET_SELECTOR": "workload-map.dev/cluster=true"}

@@ -140,18 +140,22 @@ def rule_set(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
             for v in rule["verbs"]}
 
 
+def root_kinds() -> set[tuple[str, str]]:
+    """(group, Kind) of every built-in definition, from the layout definitions/<group>/<Kind>/."""
+    return {("" if g.name == "core" else g.name, k.name) for g in (ROOT / "definitions").iterdir() if g.is_dir()
+            for k in g.iterdir() if k.is_dir()}
+
+
 def catalog_rule_set() -> set[tuple[str, str, str]]:
-    """What the catalog asks for, derived here from the definitions (not from the chart)."""
-    plural = _chart_rbac().plural
-    out = {(g, r, v) for g, r in (("", "pods"), ("apps", "replicasets"), ("batch", "jobs"))
-           for v in ("get", "list", "watch")}
+    """What the catalog asks for, derived here from the definitions (not from the chart): root
+    kinds, child components' kinds (objects the workload owns with pods under them) and the
+    chain links no definition names as a component.  Nothing else a definition lists."""
+    rbac = _chart_rbac()
+    kinds = root_kinds() | set(rbac.OWNER_LINKS)
     for d in load_builtin():
         sd = d.karta.spec.structure_definition
-        gvks = [c.kind for c in [sd.root_component, *(sd.child_components or [])] if c and c.kind]
-        for g in gvks + list(sd.additional_child_kinds or []):
-            if (g.group or "", g.kind) != ("", "Secret"):
-                out |= {(g.group or "", plural(g.kind), v) for v in ("get", "list", "watch")}
-    return out
+        kinds |= {(c.kind.group or "", c.kind.kind) for c in sd.child_components or [] if c.kind}
+    return {(g, rbac.plural(k), v) for g, k in kinds for v in ("get", "list", "watch")}
 
 
 REVIEWS = {("authentication.k8s.io", "tokenreviews", "create"),
@@ -271,8 +275,39 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME, "namespace": RELEASE_NS}]
     ns_role = one(objs, "Role")
     assert rule_set(ns_role["rules"]) == {("", "configmaps", v) for v in ("get", "list", "watch")} | {
-        ("", "events", "create"), ("", "events", "patch")}
+        ("", "events", "create")}
     assert one(objs, "RoleBinding")["subjects"] == binding["subjects"]
+
+
+def readme_rbac_table() -> set[tuple[str, str, str, str]]:
+    """(group, resource, verb, where) of README's "What the service account may do" table."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("<!-- rbac-table"):text.index("<!-- /rbac-table -->")]
+    out = set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            group = cells[0].strip("`")
+            out |= {("" if group == "core" else group, cells[1].strip("`"), v.strip(), cells[3])
+                    for v in cells[2].split(",")}
+    return out
+
+
+def test_rbac_is_exactly_the_readme_table() -> None:
+    """Every built-in root kind (walked in definitions/) is granted get/list/watch, and the
+    service account gets exactly what README's table lists, with every feature on: a catalog
+    kind added without a rule, or a rule nobody documented, fails here."""
+    objs = objects(render({"clusters": {"secrets": {"enabled": True}}}))
+    granted = {(g, r, v, "cluster") for g, r, v in rule_set(named(objs, "ClusterRole", FULLNAME)["rules"])}
+    for role in (FULLNAME, f"{FULLNAME}-cluster-secrets"):
+        granted |= {(g, r, v, "release namespace") for g, r, v in rule_set(named(objs, "Role", role)["rules"])}
+    plural = _chart_rbac().plural
+    for g, k in root_kinds():
+        assert {(g, plural(k), v, "cluster") for v in ("get", "list", "watch")} <= granted, (g, k)
+    assert granted == readme_rbac_table()
+    for never in ("configmaps", "secrets", "serviceaccounts", "services"):  # core: only in the namespace
+        assert not [x for x in granted if x[:2] == ("", never) and x[3] == "cluster"], never
+    assert not [x for x in granted if x[0] == "rbac.authorization.k8s.io"]
 
 
 def test_full_values_render() -> None:
