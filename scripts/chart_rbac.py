@@ -142,7 +142,7 @@ def table() -> str:
 
 
 def readme_with_table(text: str) -> str:
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
     if not pattern.search(text):
         raise ValueError(f"README.md has no {BEGIN} ... {END} section")
     return pattern.sub(lambda _m: table(), text)

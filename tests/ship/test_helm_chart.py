@@ -47,6 +47,13 @@ WORKLOADS_ENDPOINT = {"port": "http", "path": "/metrics/workloads", "interval": 
                       "honorLabels": True,
                       "relabelings": [{"sourceLabels": ["__metrics_path__"], "targetLabel": "metrics_path"}]}
 TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+SAME_NAMESPACE = {"podSelector": {}}
+PROMETHEUS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                   "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+TLS_DIR = "/etc/workload-map/tls"
+CERT_MANAGER = {"tls": {"certManager": {"enabled": True, "issuerRef": {"name": "cluster-ca", "kind": "ClusterIssuer"},
+                                        "duration": "720h", "dnsNames": ["wlmap.example.com"]}},
+                "metrics": {"serviceMonitor": {"enabled": True}}}
 ADMIN = {"Authorization": f"Bearer {TOKENS['admin'][0]}"}
 
 BATCHTASK_RULE = {"apiGroups": ["acme.example.com"], "resources": ["batchtasks"], "verbs": ["get", "list", "watch"]}
@@ -56,7 +63,9 @@ FULL_VALUES: dict[str, Any] = {
     "config": {"workers": 2, "evalDeadline": 2.5, "evalWorkers": 3, "isolation": "all", "maxBodyBytes": 10485760,
                "allowInlineDefinitions": False, "auth": "none", "configmapSelector": "team=ml",
                "kartaResources": False, "logLevel": "debug", "jqResultCache": False, "cache": False,
-               "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5},
+               "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5,
+               "tokenAudiences": ["workload-map", "wlmap.example.com"]},
+    "tls": {"secretName": "wlmap-full-tls"},
     "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 8, "targetCPUUtilizationPercentage": 60},
     "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
                 "workloadMetrics": {"readers": [PROMETHEUS_SA]}},
@@ -172,7 +181,7 @@ def test_chart_metadata_follows_the_package() -> None:
     assert meta["appVersion"] == APP_VERSION
 
 
-@pytest.mark.parametrize("values", [{}, FULL_VALUES], ids=["defaults", "full"])
+@pytest.mark.parametrize("values", [{}, FULL_VALUES, CERT_MANAGER], ids=["defaults", "full", "cert-manager"])
 @pytest.mark.parametrize("kube_version", [None, "v1.20.2"])
 def test_lint_strict_is_clean(values: dict[str, Any], kube_version: str | None) -> None:
     report = helm_python.lint(CHART, values, strict=True, namespace=RELEASE_NS, kube_version=kube_version)
@@ -197,8 +206,8 @@ def test_plurals_of_irregular_kinds() -> None:
 
 def test_default_render() -> None:
     objs = objects(render())
-    assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget",
-                           "Role", "RoleBinding", "Service", "ServiceAccount"]
+    assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy",
+                           "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
     for o in objs:
         labels = o["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == "workload-map" and labels["app.kubernetes.io/instance"] == RELEASE
@@ -327,7 +336,8 @@ def test_full_values_render() -> None:
         "WLMAP_NAMESPACE": FULL_NS, "WLMAP_CONFIGMAP_SELECTOR": "team=ml", "WLMAP_KARTA_RESOURCES": "false",
         "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_CACHE": "false",
         "WLMAP_STREAM_BUFFER": "50", "WLMAP_STREAM_WRITE_TIMEOUT": "2.5",
-        "WLMAP_WATCH_NAMESPACE": "team-a,team-b", "TMPDIR": "/tmp"}
+        "WLMAP_WATCH_NAMESPACE": "team-a,team-b", "WLMAP_TOKEN_AUDIENCE": "workload-map,wlmap.example.com",
+        "WLMAP_TLS_CERT_FILE": f"{TLS_DIR}/tls.crt", "WLMAP_TLS_KEY_FILE": f"{TLS_DIR}/tls.key", "TMPDIR": "/tmp"}
     pod_meta = dep["spec"]["template"]["metadata"]
     assert pod_meta["annotations"] == {"example.com/team": "ml"} and pod_meta["labels"]["tier"] == "platform"
     pod_spec = dep["spec"]["template"]["spec"]
@@ -342,6 +352,8 @@ def test_full_values_render() -> None:
             s.log_level, s.jq_result_cache) == (False, "none", FULL_NS, "team=ml", False, "debug", False)
     assert (s.to_env()["WLMAP_CACHE"], s.to_env()["WLMAP_WATCH_NAMESPACE"]) == ("false", "team-a,team-b")
     assert (s.stream_buffer, s.stream_write_timeout) == (50, 2.5)
+    assert s.token_audiences == ["workload-map", "wlmap.example.com"]
+    assert (s.tls_cert_file, s.tls_key_file) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
 
     hpa = one(objs, "HorizontalPodAutoscaler")
     assert hpa["apiVersion"] == "autoscaling/v2"
@@ -354,14 +366,16 @@ def test_full_values_render() -> None:
 
     sm = one(objs, "ServiceMonitor")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1" and sm["metadata"]["labels"]["release"] == "prometheus"
-    assert sm["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
-                                       dict(WORKLOADS_ENDPOINT, interval="15s")]  # auth none: no token sent
+    https = {"port": "https", "scheme": "https", "tlsConfig": {
+        "ca": {"secret": {"name": "wlmap-full-tls", "key": "ca.crt"}}, "serverName": f"wlmap-full-workload-map.{FULL_NS}.svc"}}
+    assert sm["spec"]["endpoints"] == [{"path": "/metrics", "interval": "15s", "scrapeTimeout": "10s", **https},
+                                       dict(WORKLOADS_ENDPOINT, interval="15s", **https)]  # auth none: no token sent
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [FULL_NS]}
 
     np = one(objs, "NetworkPolicy")["spec"]
     assert np["policyTypes"] == ["Ingress", "Egress"]
     assert np["ingress"] == [{"ports": [{"port": 8080, "protocol": "TCP"}],
-                              "from": FULL_VALUES["networkPolicy"]["ingressFrom"]}]
+                              "from": [SAME_NAMESPACE, PROMETHEUS_PEER, *FULL_VALUES["networkPolicy"]["ingressFrom"]]}]
     dns, api = np["egress"]
     assert {(p["port"], p["protocol"]) for p in dns["ports"]} == {(53, "UDP"), (53, "TCP")} and "to" not in dns
     assert api == {"ports": [{"port": 6443, "protocol": "TCP"}], "to": [{"ipBlock": {"cidr": "10.0.0.1/32"}}]}
@@ -486,6 +500,13 @@ def test_existing_service_account_and_no_rbac() -> None:
     {"grafanaDashboard": {"namespace": "Monitoring"}},
     {"grafanaDashboard": {"annotations": {"grafana_folder": 1}}},
     {"grafanaDashboard": {"folder": "AI"}},
+    {"tls": {"secretName": "Bad_Name"}},
+    {"tls": {"certManager": {"enabled": "yes"}}},
+    {"tls": {"certManager": {"issuerRef": {"name": "ca", "kind": ""}}}},
+    {"tls": {"certFile": "/x"}},
+    {"config": {"tokenAudiences": "wlmap"}},
+    {"config": {"tokenAudiences": ["a,b"]}},
+    {"networkPolicy": {"prometheus": {"namespace": "monitoring"}}},
 ], ids=lambda v: json.dumps(v)[:60])
 def test_schema_rejects_bad_values(bad: dict[str, Any]) -> None:
     assert_rejected(bad)
@@ -585,6 +606,81 @@ def test_servicemonitor_scrapes_workload_metrics_with_the_scrapers_token() -> No
     sm = one(objects(render({"metrics": {**on, "workloadMetrics": {"enabled": False}}})), "ServiceMonitor")
     assert [e["path"] for e in sm["spec"]["endpoints"]] == ["/metrics"]
     assert "ServiceMonitor" not in kinds(objects(render()))
+
+
+def test_tls_from_a_secret() -> None:
+    """tls.secretName: the Secret mounted as a directory (not subPath, so the kubelet's rotation
+    reaches the files), --tls-* pointing into it, probes and the Service port on HTTPS."""
+    objs = objects(render({"tls": {"secretName": "wlmap-tls"}}))
+    assert "Certificate" not in kinds(objs)
+    c = container(objs)
+    env = env_of(objs)
+    assert (env["WLMAP_TLS_CERT_FILE"], env["WLMAP_TLS_KEY_FILE"]) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
+    assert {"name": "tls", "mountPath": TLS_DIR, "readOnly": True} in c["volumeMounts"]
+    assert all("subPath" not in m for m in c["volumeMounts"])
+    volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": "wlmap-tls"}} in volumes
+    assert c["ports"] == [{"name": "https", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    assert one(objs, "Service")["spec"]["ports"] == [
+        {"name": "https", "port": 8080, "targetPort": "https", "protocol": "TCP", "appProtocol": "https"}]
+    s = _settings_from(env)
+    assert (s.tls_cert_file, s.tls_key_file) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
+    # off by default: plain HTTP, nothing mounted
+    env = env_of(objects(render()))
+    assert "WLMAP_TLS_CERT_FILE" not in env and "WLMAP_TOKEN_AUDIENCE" not in env
+
+
+def test_tls_from_a_cert_manager_certificate() -> None:
+    objs = objects(render(CERT_MANAGER))
+    cert = one(objs, "Certificate")
+    assert cert["apiVersion"] == "cert-manager.io/v1" and cert["metadata"]["namespace"] == RELEASE_NS
+    assert cert["spec"]["secretName"] == f"{FULLNAME}-tls"
+    assert cert["spec"]["issuerRef"] == {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+    assert cert["spec"]["duration"] == "720h" and "renewBefore" not in cert["spec"]
+    assert cert["spec"]["dnsNames"] == [FULLNAME, f"{FULLNAME}.{RELEASE_NS}", f"{FULLNAME}.{RELEASE_NS}.svc",
+                                        f"{FULLNAME}.{RELEASE_NS}.svc.cluster.local", "wlmap.example.com"]
+    volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": f"{FULLNAME}-tls"}} in volumes
+    assert container(objs)["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    # the ServiceMonitor scrapes over HTTPS, verifying with the CA cert-manager puts in the Secret
+    sm = one(objs, "ServiceMonitor")
+    tls = {"ca": {"secret": {"name": f"{FULLNAME}-tls", "key": "ca.crt"}}, "serverName": f"{FULLNAME}.{RELEASE_NS}.svc"}
+    for ep in sm["spec"]["endpoints"]:
+        assert (ep["port"], ep["scheme"], ep["tlsConfig"]) == ("https", "https", tls), ep["path"]
+    own = {"ca": {"configMap": {"name": "corp-ca", "key": "ca.pem"}}, "serverName": "wlmap.example.com"}
+    sm = one(objects(render({**CERT_MANAGER, "metrics": {"serviceMonitor": {"enabled": True, "tlsConfig": own}}})),
+             "ServiceMonitor")
+    assert [ep["tlsConfig"] for ep in sm["spec"]["endpoints"]] == [own, own]
+    with pytest.raises(helm_python.HelmError, match="issuerRef.name is required"):
+        render({"tls": {"certManager": {"enabled": True}}})
+    report = helm_python.lint(CHART, CERT_MANAGER, strict=True, namespace=RELEASE_NS)
+    assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_network_policy_is_on_by_default() -> None:
+    """Ingress to 8080 only from the release namespace's pods and Prometheus (plus what the user
+    adds); egress only to DNS and the API server's ports."""
+    np = one(objects(render()), "NetworkPolicy")
+    assert np["metadata"]["namespace"] == RELEASE_NS
+    spec = np["spec"]
+    assert spec["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "workload-map",
+                                                   "app.kubernetes.io/instance": RELEASE}}
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    assert spec["ingress"] == [{"ports": [{"port": 8080, "protocol": "TCP"}], "from": [SAME_NAMESPACE, PROMETHEUS_PEER]}]
+    dns, api = spec["egress"]
+    assert "to" not in dns and api == {"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]}
+
+    ui = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ui"}}}
+    values = {"networkPolicy": {"ingressFrom": [ui], "prometheus": {
+        "namespaceSelector": {"matchLabels": {"name": "observability"}}, "podSelector": {"matchLabels": {"app": "prom"}}}}}
+    spec = one(objects(render(values)), "NetworkPolicy")["spec"]
+    assert spec["ingress"][0]["from"] == [SAME_NAMESPACE, {"namespaceSelector": {"matchLabels": {"name": "observability"}},
+                                                           "podSelector": {"matchLabels": {"app": "prom"}}}, ui]
+    spec = one(objects(render({"networkPolicy": {"prometheus": {"enabled": False}}})), "NetworkPolicy")["spec"]
+    assert spec["ingress"][0]["from"] == [SAME_NAMESPACE]
+    assert "NetworkPolicy" not in kinds(objects(render({"networkPolicy": {"enabled": False}})))
 
 
 def test_grafana_dashboard_configmap_only_when_enabled() -> None:
@@ -702,7 +798,8 @@ def release(apiserver: ApiServer, kubectl: Kubectl,
 
 def test_rendered_manifests_are_stored_as_sent(release: dict[str, Any]) -> None:
     assert kinds(release["objects"]) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-                                         "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
+                                         "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service",
+                                         "ServiceAccount"]
     for sent, stored in release["applied"]:
         assert dropped(sent, stored) == [], f"{sent['kind']}/{sent['metadata']['name']}"
     # a v1.20 server serves no policy/v1: the chart picked the API it serves
