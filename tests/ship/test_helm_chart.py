@@ -549,6 +549,11 @@ def test_notes_tell_how_to_reach_the_service() -> None:
     assert "Authorization: Bearer $TOKEN" in notes and "/workloads?namespace=" in notes
     assert f"{FULLNAME}-definitions" in notes and "rbac.extraRules" in notes
     assert "Authorization" not in render({"config": {"auth": "none"}})["workload-map/templates/NOTES.txt"]
+    assert "https://" not in notes and "--audience" not in notes
+    notes = render({"tls": {"secretName": "wlmap-tls"}, "config": {"tokenAudiences": ["workload-map"]}})[
+        "workload-map/templates/NOTES.txt"]
+    assert f"https://{FULLNAME}.{RELEASE_NS}.svc:8080" in notes and "get secret wlmap-tls" in notes
+    assert "kubectl create token <your-service-account> -n <its-namespace> --audience workload-map" in notes
 
 
 def test_cache_and_watch_namespaces_become_env() -> None:
