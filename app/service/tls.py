@@ -54,10 +54,14 @@ class CertReloader:
         if sig == self.signature:
             return
         self.signature = sig  # a pair that fails is tried again only once the files change again
-        try:
-            self.current = self.build()
-        except (OSError, ssl.SSLError, ValueError) as e:
-            log.warning("TLS: %s / %s do not load (%s): keeping the last good certificate", self.cert, self.key, e)
+        problem = check_pair(self.cert, self.key)  # never prompts (an encrypted key is refused)
+        if problem is None:
+            try:
+                self.current = self.build()
+            except (OSError, ssl.SSLError, ValueError) as e:
+                problem = f"{self.cert} / {self.key}: {e}"
+        if problem is not None:
+            log.warning("TLS: %s; keeping the last good certificate", problem)
             return
         log.info("TLS: certificate reloaded from %s", self.cert)
 
@@ -79,7 +83,8 @@ def reloading_context(config: Any, default: Callable[[], ssl.SSLContext]) -> ssl
 def check_pair(cert: str, key: str) -> str | None:
     """Why the pair cannot serve, or None (`wlmap serve` refuses to start on a bad pair)."""
     try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+        # The password callback keeps OpenSSL from asking for one on the terminal.
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key, password=lambda: b"")
     except (OSError, ssl.SSLError) as e:
         return f"--tls-cert-file {cert} / --tls-key-file {key}: {e}"
     return None

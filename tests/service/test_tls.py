@@ -127,7 +127,7 @@ def test_a_half_written_pair_keeps_the_last_good_one(tls_server: tuple[Server, S
     crt_103, key_103 = pki.leaf(103)
     _, key_104 = pki.leaf(104)
     vol.write(crt_103, key_104)  # mid-rotation: the new certificate with a key that is not its own
-    eventually(lambda: served_serial(server.port, pki.ca) == 101 and "do not load" in server.output(), timeout=15,
+    eventually(lambda: served_serial(server.port, pki.ca) == 101 and "keeping the last good certificate" in server.output(), timeout=15,
                what="the mismatched pair seen and logged")
     assert all_serve(server, pki.ca, 101)
     assert httpx.get(server.url + "/healthz", verify=server.verify, timeout=10).status_code == 200
@@ -156,3 +156,9 @@ def test_a_bad_pair_or_half_a_pair_is_refused_at_start(pki: Pki, tmp_path: Path)
     assert "--tls-cert-file and --tls-key-file go together" in err
     err = _serve_fails("--tls-cert-file", str(tmp_path / "none.pem"), "--tls-key-file", str(tmp_path / "k.pem"))
     assert "none.pem" in err and "Traceback" not in err
+    # an encrypted key is refused, not asked for on the terminal
+    _openssl("genrsa", "-aes256", "-passout", "pass:secret", "-out", str(tmp_path / "enc.key"), "2048")
+    _openssl("req", "-x509", "-key", str(tmp_path / "enc.key"), "-passin", "pass:secret", "-out",
+             str(tmp_path / "enc.crt"), "-days", "1", "-subj", "/CN=wlmap")
+    err = _serve_fails("--tls-cert-file", str(tmp_path / "enc.crt"), "--tls-key-file", str(tmp_path / "enc.key"))
+    assert "enc.key" in err and "Traceback" not in err
