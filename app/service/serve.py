@@ -45,6 +45,9 @@ def serve(args: argparse.Namespace) -> int:
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if settings.token_audiences and auth_mode(settings) != "kubernetes":
+        print("error: --token-audience needs --auth kubernetes (no token is reviewed otherwise)", file=sys.stderr)
+        return 2
     if bool(settings.tls_cert_file) != bool(settings.tls_key_file):
         print("error: --tls-cert-file and --tls-key-file go together", file=sys.stderr)
         return 2
