@@ -63,8 +63,7 @@ FULL_VALUES: dict[str, Any] = {
     "config": {"workers": 2, "evalDeadline": 2.5, "evalWorkers": 3, "isolation": "all", "maxBodyBytes": 10485760,
                "allowInlineDefinitions": False, "auth": "none", "configmapSelector": "team=ml",
                "kartaResources": False, "logLevel": "debug", "jqResultCache": False, "cache": False,
-               "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5,
-               "tokenAudiences": ["workload-map", "wlmap.example.com"]},
+               "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5},
     "tls": {"secretName": "wlmap-full-tls"},
     "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 8, "targetCPUUtilizationPercentage": 60},
     "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
@@ -336,7 +335,7 @@ def test_full_values_render() -> None:
         "WLMAP_NAMESPACE": FULL_NS, "WLMAP_CONFIGMAP_SELECTOR": "team=ml", "WLMAP_KARTA_RESOURCES": "false",
         "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_CACHE": "false",
         "WLMAP_STREAM_BUFFER": "50", "WLMAP_STREAM_WRITE_TIMEOUT": "2.5",
-        "WLMAP_WATCH_NAMESPACE": "team-a,team-b", "WLMAP_TOKEN_AUDIENCE": "workload-map,wlmap.example.com",
+        "WLMAP_WATCH_NAMESPACE": "team-a,team-b",
         "WLMAP_TLS_CERT_FILE": f"{TLS_DIR}/tls.crt", "WLMAP_TLS_KEY_FILE": f"{TLS_DIR}/tls.key", "TMPDIR": "/tmp"}
     pod_meta = dep["spec"]["template"]["metadata"]
     assert pod_meta["annotations"] == {"example.com/team": "ml"} and pod_meta["labels"]["tier"] == "platform"
@@ -352,7 +351,6 @@ def test_full_values_render() -> None:
             s.log_level, s.jq_result_cache) == (False, "none", FULL_NS, "team=ml", False, "debug", False)
     assert (s.to_env()["WLMAP_CACHE"], s.to_env()["WLMAP_WATCH_NAMESPACE"]) == ("false", "team-a,team-b")
     assert (s.stream_buffer, s.stream_write_timeout) == (50, 2.5)
-    assert s.token_audiences == ["workload-map", "wlmap.example.com"]
     assert (s.tls_cert_file, s.tls_key_file) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
 
     hpa = one(objs, "HorizontalPodAutoscaler")
@@ -635,6 +633,14 @@ def test_tls_from_a_secret() -> None:
     # off by default: plain HTTP, nothing mounted
     env = env_of(objects(render()))
     assert "WLMAP_TLS_CERT_FILE" not in env and "WLMAP_TOKEN_AUDIENCE" not in env
+
+
+def test_token_audiences_become_env() -> None:
+    env = env_of(objects(render({"config": {"tokenAudiences": ["workload-map", "wlmap.example.com"]}})))
+    assert env["WLMAP_TOKEN_AUDIENCE"] == "workload-map,wlmap.example.com"
+    assert _settings_from(env).token_audiences == ["workload-map", "wlmap.example.com"]
+    with pytest.raises(helm_python.HelmError, match="tokenAudiences needs config.auth kubernetes"):
+        render({"config": {"auth": "none", "tokenAudiences": ["workload-map"]}})  # `wlmap serve` would refuse it
 
 
 def test_tls_from_a_cert_manager_certificate() -> None:
