@@ -65,6 +65,9 @@ class Settings:
     cluster_secret_allow_insecure: bool = False
     cluster_probe_interval: float = 10.0
     loop: str = "auto"  # auto | asyncio | uvloop: see event_loop()
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    token_audiences: list[str] = field(default_factory=list)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -104,6 +107,9 @@ class Settings:
         s.cluster_probe_interval = float(_env("cluster_probe_interval", str(s.cluster_probe_interval)) or
                                          s.cluster_probe_interval)
         s.loop = _env("loop", s.loop) or s.loop
+        s.tls_cert_file = _env("tls_cert_file") or None
+        s.tls_key_file = _env("tls_key_file") or None
+        s.token_audiences = [a.strip() for a in (_env("token_audience") or "").split(",") if a.strip()]
         return s
 
     def to_env(self) -> dict[str, str]:
@@ -130,7 +136,10 @@ class Settings:
                 "WLMAP_CLUSTER_SECRET_SELECTOR": self.cluster_secret_selector,
                 "WLMAP_CLUSTER_SECRET": ",".join(self.cluster_secret_names),
                 "WLMAP_CLUSTER_SECRET_ALLOW_INSECURE": str(self.cluster_secret_allow_insecure).lower(),
-                "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval), "WLMAP_LOOP": self.loop}
+                "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval), "WLMAP_LOOP": self.loop,
+                **({"WLMAP_TLS_CERT_FILE": self.tls_cert_file} if self.tls_cert_file else {}),
+                **({"WLMAP_TLS_KEY_FILE": self.tls_key_file} if self.tls_key_file else {}),
+                "WLMAP_TOKEN_AUDIENCE": ",".join(self.token_audiences)}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -214,6 +223,15 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="event loop (WLMAP_LOOP): auto (default) = asyncio's when the service connects to any API "
                         "server (uvloop's TLS client can abort the process when a cluster's network drops), else "
                         "uvloop")
+    p.add_argument("--tls-cert-file", default=d.tls_cert_file, metavar="FILE",
+                   help="serve HTTPS with this certificate (chain), PEM; reloaded when the file changes "
+                        "(WLMAP_TLS_CERT_FILE; needs --tls-key-file)")
+    p.add_argument("--tls-key-file", default=d.tls_key_file, metavar="FILE",
+                   help="private key of --tls-cert-file, PEM (WLMAP_TLS_KEY_FILE)")
+    p.add_argument("--token-audience", action="append", default=list(d.token_audiences), metavar="AUDIENCE",
+                   dest="token_audiences",
+                   help="accept only bearer tokens issued for this audience: sent as the TokenReview's audiences "
+                        "(repeatable; WLMAP_TOKEN_AUDIENCE, comma-separated; default: the API server's own)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -232,7 +250,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     cluster_secret_selector=args.cluster_secret_selector,
                     cluster_secret_names=list(args.cluster_secret_names),
                     cluster_secret_allow_insecure=args.cluster_secret_allow_insecure,
-                    cluster_probe_interval=args.cluster_probe_interval, loop=args.loop)
+                    cluster_probe_interval=args.cluster_probe_interval, loop=args.loop,
+                    tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
+                    token_audiences=list(args.token_audiences))
 
 
 def cluster_enabled(s: Settings) -> bool:

@@ -164,7 +164,7 @@ def test_cluster_secrets_by_label_get_a_namespace_wide_role() -> None:
         if o["kind"] == "ClusterRole":
             assert all("secrets" not in r.get("resources", []) for r in o["rules"]), o["metadata"]["name"]
     assert rule_set(named(objs, "Role", FULLNAME)["rules"]) == {("", "configmaps", v) for v in SECRET_VERBS} | {
-        ("", "events", "create"), ("", "events", "patch")}
+        ("", "events", "create")}
 
     assert fleet_env(objs) == {"WLMAP_CLUSTER_SECRETS": "true",
                                "WLMAP_CLUSTER_SECRET_SELECTOR": "workload-map.dev/cluster=true"}
@@ -480,6 +480,13 @@ def fleet_release(apiserver: ApiServer, kubectl: Kubectl,
             pass
 
 
+def refused_secret_reads(server: Server) -> list[str]:
+    """Log lines of refused Secret reads.  Other refusals are expected on a shared API server: a
+    pod another test left, owned by a kind outside the catalog (a BatchTask), makes the model try
+    that owner kind, which the chart's RBAC rightly does not grant."""
+    return [line for line in server.output().splitlines() if "forbidden" in line.lower() and "secrets" in line]
+
+
 def _clusters(server: Server, token: str = TOKENS["admin"][0]) -> dict[str, dict[str, Any]]:
     r = httpx.get(server.url + "/clusters", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert r.status_code == 200, r.text
@@ -501,7 +508,7 @@ def test_service_serves_exactly_the_named_secrets_with_the_chart_rbac(fleet_rele
     assert sorted(items) == ["east", "home"], items  # the labelled decoy is never read
     assert (items["east"]["origin"], items["east"]["source"]) == ("secret", f"{LIVE_NS}/east-kubeconfig")
     assert (items["home"]["origin"], items["east"]["server"]) == ("home", items["home"]["server"])
-    assert "forbidden" not in s.output().lower()  # no watch was refused
+    assert refused_secret_reads(s) == []  # no watch of a named Secret was refused
 
     # a named Secret created while the service runs: its own watch, granted by resourceNames
     token = fleet_release["token"]
@@ -512,7 +519,7 @@ def test_service_serves_exactly_the_named_secrets_with_the_chart_rbac(fleet_rele
     r = httpx.get(s.url + "/clusters/west-kubeconfig/workloads", params={"namespace": LIVE_NS}, headers=ADMIN,
                   timeout=30)
     assert r.status_code == 200, r.text
-    assert "forbidden" not in s.output().lower()
+    assert refused_secret_reads(s) == []
 
 
 def test_clusters_needs_get_on_the_url(fleet_release: dict[str, Any]) -> None:
