@@ -83,6 +83,7 @@ from .problems import (
     unencodable_problem,
 )
 from .settings import Settings, auth_mode, fleet_mode
+from .shutdown import stop_on_signal
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
@@ -485,6 +486,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # pays their ~40 MB each); a service given definition folders starts them at once.
         await service.evaluator.start(eager=bool(settings.definitions) or settings.isolation == "all")
         watcher = asyncio.create_task(service.store.watch(service.stop)) if service.store.folders else None
+        restore_signals = stop_on_signal(service.stop)  # SIGTERM: streams end at once, not at the timeout
+        service.background.append(asyncio.create_task(streams.end_on(service.stop)))
         if service.cluster_wanted:
             service.cluster = await Cluster.connect(service.store, settings, service.evaluate)
             service.cluster.start(service.stop)
@@ -500,6 +503,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            restore_signals()
             service.ready = False
             service.stop.set()
             for t in service.background:
