@@ -143,8 +143,9 @@ class Pool:
 
     async def close(self) -> None:
         self._closed = True
-        # replacements being spawned finish first (a second at most), so none outlives the pool
-        await asyncio.gather(*self._replacing, return_exceptions=True)
+        # replacements being spawned finish first (about a second), so none outlives the pool
+        if self._replacing:
+            await asyncio.wait(self._replacing, timeout=10)
         for w in self._all:
             w.kill()
         self._all.clear()
