@@ -194,19 +194,11 @@ def iter_documents(text: str | bytes) -> Iterator[Any]:
 # An integer beyond 64 bits has at least 19 digits in a row.  Found by mapping every digit to 0
 # and searching for 19 zeros: ~10x faster than a regex over the body.
 _DIGITS_TO_0, _LONG_NUMBER = bytes.maketrans(b"123456789", b"000000000"), b"0" * 19
-_BIG_EXPONENTS = (b"e000", b"E000", b"e+000", b"E+000")  # 1e309 and beyond are infinite as floats
 
 
 def loads_json(body: bytes) -> Any:
-    """One JSON document, read by orjson (C speed).  orjson turns an integer beyond 64 bits into
-    a float without a word and refuses NaN and huge exponents: a body that may hold such a number
-    is read again by Python's parser (exact, lenient) to refuse it by path, as YAML's are."""
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        refuse_unencodable_json(body)  # NaN, Infinity, 1e400: say where
-        raise DocumentError(f"not valid JSON: {e}") from None
-    refuse_unencodable_json(body)  # integers beyond 64 bits, which orjson read as floats
+    """One JSON document, read by orjson (C speed), numbers checked (`_loads_checked`)."""
+    doc = _loads_checked(body)
     try:  # JSON has no aliases, so only depth can hurt: orjson writes at most 254 levels (C speed)
         orjson.dumps(doc)
     except orjson.JSONEncodeError:
@@ -215,11 +207,32 @@ def loads_json(body: bytes) -> Any:
 
 
 def refuse_unencodable_json(body: bytes) -> None:
-    """Raise `UnencodableValue` if a JSON text holds a number JSON output cannot carry (for
-    Python's parser, which takes NaN, Infinity, 1e400 and integers of any size)."""
-    t = body.translate(_DIGITS_TO_0)
-    if not (_LONG_NUMBER in t or b"NaN" in body or b"Infinity" in body or any(e in t for e in _BIG_EXPONENTS)):
-        return  # nearly every body: a few scans at C speed
+    """Raise `UnencodableValue` if a JSON text holds a number JSON output cannot carry: for
+    bodies that Python's parser reads (FastAPI's), which takes NaN, Infinity, 1e400 and integers
+    of any size.  Malformed JSON is left to that parser to report."""
+    try:
+        _loads_checked(body)
+    except UnencodableValue:
+        raise
+    except DocumentError:
+        pass
+
+
+def _loads_checked(body: bytes) -> Any:
+    """orjson refuses NaN and huge exponents, and reads an integer beyond 64 bits as a float
+    without a word: then (rarely) the body is read again by Python's parser, exact and lenient,
+    to refuse the number by path, as YAML's are."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        _name_unencodable(body)  # NaN, Infinity, 1e400: say where
+        raise DocumentError(f"not valid JSON: {e}") from None
+    if _LONG_NUMBER in body.translate(_DIGITS_TO_0):  # a long number (or 19 digits in a string)
+        _name_unencodable(body)
+    return doc
+
+
+def _name_unencodable(body: bytes) -> None:
     try:
         exact = json.loads(body)
     except (ValueError, RecursionError):

@@ -239,7 +239,10 @@ class Pool:
         code = w.process.exitcode
         if self.memory_mib and code == -signal.SIGABRT:
             return self._out_of_memory()
-        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else e.__class__.__name__
+        how = e.__class__.__name__
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                how = f"signal {signal.Signals(-code).name}"
         return EvaluationCrashed(f"the evaluation worker stopped unexpectedly ({how})")
 
     def _out_of_memory(self) -> EvaluationOutOfMemory:
