@@ -68,6 +68,7 @@ log = logging.getLogger("wlmap.model")
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 GK = tuple[str, str]  # (group, kind)
+RETRY_BUSY = 1.0  # seconds before a workload whose evaluation found every worker busy (503) is tried again
 
 
 @dataclass
@@ -493,9 +494,20 @@ class LiveModel(Reader):
         try:
             result = await self.interpret(d, obj.object(), None)
         except Exception as e:  # noqa: BLE001 - one bad object never hides the others
+            if getattr(e, "status", None) == 503:  # no evaluation worker was free: not an answer, ask again
+                state.rv = ""  # the last answer stands until then (the first time, the row says why it has none)
+                if state.facts is None and state.error is None:
+                    state.error = e
+                asyncio.get_running_loop().call_later(RETRY_BUSY, self._again, obj.uid)
+                return
             state.facts, state.error = None, e
             return
         state.facts, state.error = _facts(result), None
+
+    def _again(self, uid: str) -> None:
+        if self._stop is not None and not self._stop.is_set():
+            self._dirty.add(uid)
+            self._wake.set()
 
     def _res(self, row: dict[str, Any]) -> tuple[str, str]:
         g, k, _, _ = row_key(row)

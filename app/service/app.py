@@ -31,7 +31,7 @@ from starlette.responses import Response
 
 from .. import __version__
 from ..cluster.reader import Known, LookupFailed, Reader, matches_token
-from ..documents import DocumentError, parse_documents
+from ..documents import DocumentError, UnencodableValue, loads_json, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
@@ -44,7 +44,7 @@ from ..ui import mount_ui
 from . import fleet_reads, metrics, streams
 from .auth import Authorizer
 from .cluster import Cluster, cluster_specs
-from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+from .evaluator import EvaluationBusy, EvaluationCrashed, EvaluationOutOfMemory, EvaluationTimeout, Evaluator
 from .middleware import ServiceMiddleware
 from .models import (
     BatchRequest,
@@ -71,8 +71,10 @@ from .problems import (
     on_unexpected,
     on_validation,
     problem_body,
+    unencodable_problem,
 )
 from .settings import Settings, auth_mode, fleet_mode
+from .shutdown import stop_on_signal
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
@@ -89,23 +91,15 @@ def _media_type(request: Request) -> str:
 
 
 def _decode(body: bytes, media: str, what: str = "body") -> list[Any]:
-    if media in YAML_TYPES:
+    # curl's -d default (form-urlencoded) carries JSON in practice: read it as JSON.
+    as_json = media in (JSON, "application/x-www-form-urlencoded") or media.endswith("+json")
+    if media in YAML_TYPES or as_json:
         try:
-            return parse_documents(body)
+            return [loads_json(body)] if as_json else parse_documents(body)
+        except UnencodableValue as e:  # a number no JSON can carry: refused before it reaches a worker
+            raise unencodable_problem(e, what) from None
         except DocumentError as e:
             raise ProblemError(400, "malformed-body", "Malformed body", f"{what}: {e}") from None
-    # curl's -d default (form-urlencoded) carries JSON in practice: read it as JSON.
-    if media in (JSON, "application/x-www-form-urlencoded") or media.endswith("+json"):
-        try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError as e:
-            raise ProblemError(400, "malformed-body", "Malformed body", f"{what} is not valid JSON: {e}") from None
-        try:  # JSON has no aliases, so only depth can hurt: orjson writes at most 254 levels (C speed)
-            orjson.dumps(doc)
-        except orjson.JSONEncodeError:
-            raise ProblemError(400, "malformed-body", "Malformed body",
-                               f"{what}: document nesting is deeper than 254 levels") from None
-        return [doc]
     raise ProblemError(415, "unsupported-media-type", "Unsupported media type",
                        f"send application/json or application/yaml, not {media}")
 
@@ -133,7 +127,8 @@ class Service:
         # every read of cluster data is made with the caller's rights, asked here (auth.py)
         self.auth = Authorizer(auth_mode(settings) == "kubernetes",
                                lambda: self.cluster.access if self.cluster is not None else None)
-        self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline)
+        self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
+                                   settings.eval_queue_timeout, settings.eval_worker_memory)
         self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
         self.ready = False
         self.stop = asyncio.Event()
@@ -237,6 +232,12 @@ class Service:
             metrics.INTERPRETATION_ERRORS.labels(d.name, "deadline").inc()
             raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
                                [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
+        except EvaluationOutOfMemory as e:
+            metrics.INTERPRETATION_ERRORS.labels(d.name, "memory").inc()
+            raise ProblemError(422, "evaluation-memory-exceeded", "Evaluation memory exceeded", str(e)) from None
+        except EvaluationBusy as e:  # the live model retries these later; a client is told when
+            raise ProblemError(503, "evaluation-busy", "Evaluation workers busy", str(e),
+                               headers={"Retry-After": str(e.retry_after)}) from None
         except EvaluationCrashed as e:
             metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
@@ -397,6 +398,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # pays their ~40 MB each); a service given definition folders starts them at once.
         await service.evaluator.start(eager=bool(settings.definitions) or settings.isolation == "all")
         watcher = asyncio.create_task(service.store.watch(service.stop)) if service.store.folders else None
+        restore_signals = stop_on_signal(service.stop)  # SIGTERM: streams end at once, not at the timeout
+        service.background.append(asyncio.create_task(streams.end_on(service.stop)))
         if service.cluster_wanted:
             service.cluster = await Cluster.connect(service.store, settings, service.evaluate)
             service.cluster.start(service.stop)
@@ -412,6 +415,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            restore_signals()
             service.ready = False
             service.stop.set()
             for t in service.background:

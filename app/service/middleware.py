@@ -63,6 +63,24 @@ DRAIN_SECONDS = 5.0
 PUBLIC = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
 
 
+def _unencodable_json(scope: dict[str, Any], body: bytes) -> Any:
+    """FastAPI reads JSON bodies with Python's parser, which takes NaN, Infinity and integers of
+    any size: such a body is refused here (422 naming where), as /interpret refuses it."""
+    if not body:
+        return None
+    media = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), b"application/json")
+    if b"json" not in media:
+        return None
+    from ..documents import UnencodableValue, refuse_unencodable_json
+    from .problems import unencodable_problem
+
+    try:
+        refuse_unencodable_json(body)
+    except UnencodableValue as e:
+        return unencodable_problem(e)
+    return None
+
+
 def _public(path: str) -> bool:
     # The web UI's pages and assets hold no data (they call the API with the user's token).
     return path in PUBLIC or path == "/ui" or path.startswith("/ui/")
@@ -155,6 +173,8 @@ class ServiceMiddleware:
             if self.fast_interpret is not None and scope["path"] == "/interpret" and scope["method"] == "POST":
                 scope["route"] = _FAST_ROUTE
                 await self._fast(scope, body, tracking_send)
+            elif (refused := _unencodable_json(scope, body)) is not None:
+                await self._problem(tracking_send, refused, scope.get("path"))
             else:
                 await self.app(scope, replay, tracking_send)
         finally:
@@ -171,8 +191,8 @@ class ServiceMiddleware:
         try:
             body = orjson.dumps(await self.fast_interpret(raw, media, scope["state"]))
         except ProblemError as e:
-            status, ctype = e.status, b"application/problem+json"
-            body = orjson.dumps(e.body(scope.get("path")))
+            await self._problem(send, e, scope.get("path"))  # with its headers (Retry-After)
+            return
         except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
             logging.getLogger("wlmap.http").error("unhandled error on /interpret: %s: %s", type(e).__name__, e)
             status, ctype = 500, b"application/problem+json"

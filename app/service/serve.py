@@ -62,5 +62,6 @@ def serve(args: argparse.Namespace) -> int:
     uvicorn.run("app.service.serve:app_from_env", factory=True, host=settings.host, port=settings.port,
                 workers=settings.workers if settings.workers > 1 else None, log_config=None, access_log=False,
                 log_level="warning", proxy_headers=False, server_header=False, loop=event_loop(settings),
+                timeout_graceful_shutdown=settings.shutdown_timeout,  # SIGTERM: open requests get this long
                 http="app.service.protocol:NoDelayHTTPProtocol", **tls)
     return 0

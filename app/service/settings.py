@@ -49,6 +49,9 @@ class Settings:
     eval_deadline: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
     eval_workers: int = 2
+    eval_queue_timeout: float = 5.0  # seconds a request waits for a free evaluation worker, then 503
+    eval_worker_memory: int = 1024  # MiB of address space per evaluation worker; 0: unlimited
+    shutdown_timeout: float = 10.0  # seconds SIGTERM waits for open requests before cancelling them
     isolation: str = "untrusted"
     jq_result_cache: bool = True
     log_level: str = "info"
@@ -88,6 +91,9 @@ class Settings:
         s.eval_deadline = float(_env("eval_deadline", str(s.eval_deadline)) or s.eval_deadline)
         s.max_body_bytes = int(_env("max_body_bytes", str(s.max_body_bytes)) or s.max_body_bytes)
         s.eval_workers = int(_env("eval_workers", str(s.eval_workers)) or s.eval_workers)
+        s.eval_queue_timeout = float(_env("eval_queue_timeout", str(s.eval_queue_timeout)) or s.eval_queue_timeout)
+        s.eval_worker_memory = int(_env("eval_worker_memory", str(s.eval_worker_memory)) or s.eval_worker_memory)
+        s.shutdown_timeout = float(_env("shutdown_timeout", str(s.shutdown_timeout)) or s.shutdown_timeout)
         s.isolation = _env("isolation", s.isolation) or s.isolation
         s.jq_result_cache = _bool(_env("jq_result_cache", "true"))
         s.log_level = _env("log_level", s.log_level) or s.log_level
@@ -126,6 +132,9 @@ class Settings:
                 "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
                 "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
+                "WLMAP_EVAL_QUEUE_TIMEOUT": str(self.eval_queue_timeout),
+                "WLMAP_EVAL_WORKER_MEMORY": str(self.eval_worker_memory),
+                "WLMAP_SHUTDOWN_TIMEOUT": str(self.shutdown_timeout),
                 "WLMAP_JQ_RESULT_CACHE": str(self.jq_result_cache).lower(),
                 "WLMAP_LOG_LEVEL": self.log_level, "WLMAP_CACHE": str(self.cache).lower(),
                 "WLMAP_WATCH_NAMESPACE": ",".join(self.watch_namespaces),
@@ -174,6 +183,15 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest request body (WLMAP_MAX_BODY_BYTES; default 3 MiB, like the API server)")
     p.add_argument("--eval-workers", type=int, default=d.eval_workers,
                    help="evaluation processes per HTTP worker (WLMAP_EVAL_WORKERS; default 2)")
+    p.add_argument("--eval-queue-timeout", type=float, default=d.eval_queue_timeout, metavar="SECONDS",
+                   help="how long a request waits for a free evaluation worker before a 503 with Retry-After "
+                        "(WLMAP_EVAL_QUEUE_TIMEOUT; default 5)")
+    p.add_argument("--eval-worker-memory", type=int, default=d.eval_worker_memory, metavar="MIB",
+                   help="address-space limit of each evaluation worker; an evaluation that reaches it fails with a "
+                        "422 and its worker is replaced (WLMAP_EVAL_WORKER_MEMORY; default 1024, 0 = unlimited)")
+    p.add_argument("--shutdown-timeout", type=float, default=d.shutdown_timeout, metavar="SECONDS",
+                   help="on SIGTERM, how long open requests may finish before they are cancelled; streams end at "
+                        "once (WLMAP_SHUTDOWN_TIMEOUT; default 10)")
     p.add_argument("--isolation", choices=["untrusted", "all", "none"], default=d.isolation,
                    help="which definitions run in supervised worker processes with a deadline: untrusted = all "
                         "but the built-in catalog (default), all, none (WLMAP_ISOLATION)")
@@ -241,7 +259,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     configmap_name=args.configmap_name, karta_resources=args.karta_resources,
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
-                    eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
+                    eval_workers=args.eval_workers, eval_queue_timeout=args.eval_queue_timeout,
+                    eval_worker_memory=args.eval_worker_memory, shutdown_timeout=args.shutdown_timeout,
+                    isolation=args.isolation, log_level=args.log_level,
                     jq_result_cache=args.jq_result_cache, cache=args.cache,
                     watch_namespaces=list(args.watch_namespaces), stream_buffer=args.stream_buffer,
                     stream_write_timeout=args.stream_write_timeout, clusters=list(args.clusters),

@@ -10,7 +10,8 @@ stays fresh; an `ERROR` event carries a problem and ends the stream.
 Resume: `Last-Event-ID` (or `?resumeFrom=`) continues after that token with no repeats and no
 gaps; a token this process cannot resume from (too old, another replica, a restart) is a 410
 problem before any event is sent.  A client that cannot keep up is told (ERROR) and
-disconnected; its buffer is bounded, as is the time one write may block.
+disconnected; its buffer is bounded, as is the time one write may block.  When the service stops
+(SIGTERM), every stream ends at once; its client resumes elsewhere from its last id.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from sse_starlette.sse import EventSourceResponse, SendTimeoutError, ServerSentEvent
@@ -46,6 +47,25 @@ class Limits:
     buffer = 1000  # events buffered per client
     write_timeout = 10.0  # a write blocked this long means the client is gone or stuck
     open = {"list": 0, "workload": 0}
+
+
+class Ending:
+    """Streams end when the service's stop event is set (shutdown.py): each waiting stream
+    registers the event it sleeps on, and `end_on` wakes them all."""
+
+    stop: asyncio.Event | None = None
+    wakes: ClassVar[set[asyncio.Event]] = set()
+
+    @classmethod
+    def now(cls) -> bool:
+        return cls.stop is not None and cls.stop.is_set()
+
+
+async def end_on(stop: asyncio.Event) -> None:
+    Ending.stop = stop
+    await stop.wait()
+    for wake in list(Ending.wakes):
+        wake.set()
 
 
 class _Closing:
@@ -168,6 +188,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
 
     async def frames() -> AsyncIterator[Any]:
         Limits.open["list"] += 1
+        Ending.wakes.add(sub.wake)
         try:
             for ev in initial:
                 if (shown := await visible(ev)) is not None:
@@ -177,8 +198,10 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
                     yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
             last = backlog[-1].seq if backlog else at
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, log.token(last))
-            while True:
+            while not Ending.now():
                 ev = await sub.next(HEARTBEAT)
+                if Ending.now():
+                    return
                 if sub.overflowed:
                     yield _slow(sse, log.token(last))
                     return
@@ -190,6 +213,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
                     yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
         finally:
             Limits.open["list"] -= 1
+            Ending.wakes.discard(sub.wake)
             sub.close()
 
     return respond(request, frames())
@@ -261,6 +285,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     async def frames() -> AsyncIterator[Any]:
         nonlocal body
         Limits.open["workload"] += 1
+        Ending.wakes.add(wake)
         try:
             last = _digest(body)
             # a bookmark repeats the token of the last state sent: resuming from it sends what changed since
@@ -271,13 +296,15 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                                    "object": orjson.Fragment(body)}, sent)
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, sent)
             gone = False
-            while True:
+            while not Ending.now():
                 try:
                     await asyncio.wait_for(wake.wait(), HEARTBEAT)
                 except asyncio.TimeoutError:
                     yield _frame(sse, {"type": "BOOKMARK"}, sent)
                     continue
                 wake.clear()
+                if Ending.now():
+                    return
                 await asyncio.sleep(0.02)  # a burst of pod updates of one workload: one event
                 now = await current()
                 if now is None:
@@ -294,6 +321,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                 yield _frame(sse, {"type": kind_, "object": orjson.Fragment(now)}, sent)
         finally:
             Limits.open["workload"] -= 1
+            Ending.wakes.discard(wake)
             s = model.watchers.get(key)
             if s is not None:
                 s.discard(wake)
