@@ -33,6 +33,7 @@ TOKENS = {
     "alice": ("test-alice-token", "alice", "team-a"),
     "bob": ("test-bob-token", "bob", ""),
     "carol": ("test-carol-token", "carol", ""),
+    "dana": ("test-dana-token", "dana", ""),  # the authorization matrix's one-namespace reader
 }
 
 

@@ -6,7 +6,7 @@ with real RBAC:
 
 * no token;
 * bob: a valid token with no rights;
-* alice: rights in one namespace only (get/list JobSets and pods in `authz`);
+* dana: rights in one namespace only (get/list JobSets and pods in `authz`);
 * admin: system:masters.
 
 ...on the live model (`secured`, the suite's --auth kubernetes service) and on direct reads
@@ -39,7 +39,7 @@ from .test_workloads import _jobset_with_pods
 from .util import eventually
 
 NS, OTHER = "authz", "authz-other"
-USERS = (None, "bob", "alice", "admin")
+USERS = (None, "bob", "dana", "admin")
 HOME = "local"  # the home cluster's name: the suite kubeconfig's context
 JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
 
@@ -62,7 +62,7 @@ def world(kubectl: Kubectl) -> None:
         kubectl.ensure_namespace(ns)
     _jobset_with_pods(kubectl, NS, "guarded")
     _jobset_with_pods(kubectl, OTHER, "hidden")
-    for doc in reader_rbac("alice", NS, [("jobset.x-k8s.io", "jobsets")]):
+    for doc in reader_rbac("dana", NS, [("jobset.x-k8s.io", "jobsets")]):
         kubectl.apply(doc)
 
 
@@ -146,7 +146,7 @@ def service_view(path: str, params: dict[str, Any] | None = None, watch: bool = 
             status, evs = r.status_code, [r.json() if "json" in r.headers["content-type"] else r.text]
         if x.user is None:
             assert status == 401
-        elif x.user in ("bob", "alice"):
+        elif x.user in ("bob", "dana"):
             assert status == 403 and "not allowed to get" in evs[0]["detail"], (x.user, path, evs)
         else:
             assert status == (400 if needs_model and not x.cached else 200), (path, evs)
@@ -183,7 +183,7 @@ def one_workload(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
         else:
             assert r.status_code == 200, r.text
             assert r.json()["live"]["current"] == 5
-        if x.user in ("bob", "alice"):  # where they have no rights: existing or not, the same 403
+        if x.user in ("bob", "dana"):  # where they have no rights: existing or not, the same 403
             for params in ({}, {"kind": "JobSet"}, {"kind": "jobsets", "apiVersion": JOBSET["apiVersion"]}):
                 _same_refusal(c.get(f"{prefix}/workloads/{OTHER}/hidden", params=params),
                               c.get(f"{prefix}/workloads/{OTHER}/no-such-workload", params=params))
@@ -216,7 +216,7 @@ def workload_list(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
                 return
             assert status == 200, (x.user, rows)
             seen[ns] = _names(rows or []) & {(NS, "guarded"), (OTHER, "hidden")}
-        expected = {"bob": set(), "alice": {(NS, "guarded")}, "admin": {(NS, "guarded"), (OTHER, "hidden")}}[x.user]
+        expected = {"bob": set(), "dana": {(NS, "guarded")}, "admin": {(NS, "guarded"), (OTHER, "hidden")}}[x.user]
         assert seen[None] == expected, (x.user, seen)
         assert seen[NS] == expected & {(NS, "guarded")}, (x.user, seen)
 
@@ -266,7 +266,7 @@ def batch_refs(x: Ctx) -> None:
     if x.user == "admin":
         assert [g[0] for g in got] == [200, 200, 404] and got[1][1] == "hidden"
         return
-    assert got[0] == ((200, "guarded") if x.user == "alice" else got[0]), got
+    assert got[0] == ((200, "guarded") if x.user == "dana" else got[0]), got
     if x.user == "bob":
         assert got[0][0] == 403
     assert got[1][0] == 403 and got[1] == got[2], got  # existence never shows through a refusal
@@ -346,7 +346,7 @@ def test_matrix(route: tuple[str, str], user: str | None, server: tuple[Server, 
 
 def test_reads_are_audited(secured: Server, world: None) -> None:
     """One audit line per read of cluster data: who, which route, cluster, namespace, decision."""
-    alice = Ctx(secured, True, "alice").client()
+    dana = Ctx(secured, True, "dana").client()
     bob = Ctx(secured, True, "bob").client()
 
     def audit() -> list[dict[str, Any]]:
@@ -357,8 +357,8 @@ def test_reads_are_audited(secured: Server, world: None) -> None:
         return sum(1 for x in audit() if x["route"] == "/interpret")
 
     before = interprets()
-    assert alice.post("/interpret", json={"object": {**JOBSET, "metadata": {"name": "x"}}}).status_code == 200
-    assert alice.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"}).status_code == 200
+    assert dana.post("/interpret", json={"object": {**JOBSET, "metadata": {"name": "x"}}}).status_code == 200
+    assert dana.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"}).status_code == 200
     assert bob.get(f"/workloads/{OTHER}/hidden", params={"kind": "JobSet"}).status_code == 403
 
     def line(user: str, ns: str) -> dict[str, Any] | None:
@@ -366,9 +366,9 @@ def test_reads_are_audited(secured: Server, world: None) -> None:
                  and x["route"] == "/workloads/{namespace}/{name}"]
         return lines[-1] if lines else None  # this test's own request is the latest
 
-    eventually(lambda: line("alice", NS) is not None and line("bob", OTHER) is not None, timeout=10,
+    eventually(lambda: line("dana", NS) is not None and line("bob", OTHER) is not None, timeout=10,
                what="audit lines")
-    a, b = line("alice", NS), line("bob", OTHER)
+    a, b = line("dana", NS), line("bob", OTHER)
     assert a is not None and b is not None
     assert a["decision"] == "allow" and a["status"] == 200 and a["clusters"] == [HOME]
     assert {"verb": "get", "resource": "jobsets.jobset.x-k8s.io", "namespace": NS, "allowed": True,
