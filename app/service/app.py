@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 import yaml
-from cachetools import LRUCache
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -54,6 +53,7 @@ from ..ui import mount_ui
 from . import fleet_reads, metrics, streams
 from .cluster import Cluster, cluster_specs
 from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+from .inline import InlineDefinitions
 from .middleware import ServiceMiddleware
 from .models import (
     BatchRequest,
@@ -123,6 +123,12 @@ def _is_manifest(doc: Any) -> bool:
     return isinstance(doc, dict) and "apiVersion" in doc and "kind" in doc and "object" not in doc
 
 
+def metric_label(d: Definition) -> str:
+    """A definition's name as a metric label: a request's own definition is "inline" (its name
+    is the caller's to choose, and every new label value is a series kept for good)."""
+    return "inline" if d.source == "inline" else d.name
+
+
 def _dumps(v: Any) -> Response:
     return Response(orjson.dumps(v), media_type=JSON)
 
@@ -140,7 +146,7 @@ class Service:
         self.store = DefinitionStore(settings.definitions, Cluster.source_keys(settings) if home is not None else None)
         self.cluster: Cluster | None = None
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline)
-        self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
+        self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()
         self.workload_metrics: WorkloadMetrics | None = None
@@ -165,19 +171,7 @@ class Service:
         if not self.settings.allow_inline_definitions:
             raise ProblemError(403, "inline-definitions-disabled", "Inline definitions are disabled",
                                "this service does not accept definitions in requests")
-        key = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
-        d = self.inline.get(key)
-        if d is None:
-            try:
-                d = definition_from_document(doc, "inline", "inline")
-            except NotAKarta as e:
-                raise ProblemError(422, "invalid-definition", "Invalid definition", str(e)) from None
-            self.inline[key] = d
-        if not d.valid:
-            raise ProblemError(422, "invalid-definition", "Invalid definition",
-                               reference_text(d.findings) or "the definition is invalid",
-                               [f.as_dict() for f in d.findings if f.level == "error"])
-        return d
+        return self.inline.definition(doc)
 
     def resolve(self, obj: dict[str, Any]) -> Definition:
         try:
@@ -237,22 +231,23 @@ class Service:
         return result
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+        label = metric_label(d)
         try:
             result = await self.evaluator.interpret(d, obj, pods)
         except InterpretationError as e:
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "definition").inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "definition").inc()
             raise ProblemError(422, "interpretation-failed", "Interpretation failed", str(e), e.errors) from None
         except EvaluationTimeout as e:
-            metrics.DEADLINE_HITS.labels(d.name).inc()
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "deadline").inc()
+            metrics.DEADLINE_HITS.labels(label).inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "deadline").inc()
             raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
                                [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
         except EvaluationCrashed as e:
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
-        metrics.INTERPRETATIONS.labels(d.name, phase_of(result)).inc()
+        metrics.INTERPRETATIONS.labels(label, phase_of(result)).inc()
         for e in result.get("errors") or []:
-            metrics.PARTIAL_PARTS.labels(d.name, e["part"]).inc()
+            metrics.PARTIAL_PARTS.labels(label, e["part"]).inc()
         return result
 
     # -- cluster ---------------------------------------------------------------------------

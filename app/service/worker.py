@@ -17,13 +17,14 @@ from typing import Any
 import orjson
 
 from ..engine.interpret import InterpretationError, interpret
+from ..engine.memo import DEFINITION_FACTOR, ByteLRU, held_bytes
 from ..karta.load import Definition, NotAKarta, definition_from_document
 
 
 def worker_main(conn: Connection, progress: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     os.environ.clear()  # nothing secret to leak even if a shadowed builtin slipped through
-    definitions: dict[str, Definition] = {}
+    definitions: ByteLRU[str, Definition] = ByteLRU(DEFINITION_BYTES)
 
     def report(stage: int, index: int) -> None:
         progress[0], progress[1] = stage, index
@@ -55,7 +56,12 @@ class _NeedDefinition(Exception):
     pass
 
 
-def _definition(cache: dict[str, Definition], spec: dict[str, Any]) -> Definition:
+# The definitions a worker keeps, by the bytes they hold (a definition's raw document, Karta
+# model and findings: ~10x its JSON text).  One evicted is sent again when next needed.
+DEFINITION_BYTES = 64 * 1024 * 1024
+
+
+def _definition(cache: ByteLRU[str, Definition], spec: dict[str, Any]) -> Definition:
     digest = spec["digest"]
     d = cache.get(digest)
     if d is not None:
@@ -67,7 +73,4 @@ def _definition(cache: dict[str, Definition], spec: dict[str, Any]) -> Definitio
         d = definition_from_document(raw, spec.get("source", "inline"), spec.get("origin", "inline"))
     except NotAKarta as e:
         raise InterpretationError("invalid definition", [{"path": "", "message": str(e)}]) from None
-    if len(cache) > 2048:
-        cache.clear()
-    cache[digest] = d
-    return d
+    return cache.put(digest, d, len(digest) + held_bytes(raw, DEFINITION_FACTOR))

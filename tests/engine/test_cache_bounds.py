@@ -1,0 +1,66 @@
+"""The engine's caches hold what a caller sends (objects, pod templates): bounded by bytes, not
+entry counts, so distinct megabyte-sized objects cannot pile up (issue 21)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from app.engine import interpret as interpret_mod
+from app.engine.interpret import interpret
+from app.engine.memo import ByteLRU, Memo
+from app.karta.load import load_builtin
+from app.karta.registry import Registry
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBSET = json.loads((ROOT / "benchmarks" / "data" / "jobset-16k.json").read_text())
+DEFINITION = Registry.of(load_builtin()).resolve_object(JOBSET)
+MiB = 1024 * 1024
+
+
+def _big_jobset(i: int, size: int) -> dict:
+    """The JobSet with a container argument of `size` bytes, distinct per `i`: the pod template
+    is read by the definition's expressions, so it is part of every cache key."""
+    obj = copy.deepcopy(JOBSET)
+    obj["metadata"]["name"] = f"big-{i}"
+    for rj in obj["spec"]["replicatedJobs"]:
+        c = rj["template"]["spec"]["template"]["spec"]["containers"][0]
+        c["args"] = [f"{i}:" + "x" * size]
+    return obj
+
+
+@pytest.fixture()
+def small_caches(monkeypatch: pytest.MonkeyPatch) -> tuple[ByteLRU, Memo]:
+    results: ByteLRU = ByteLRU(8 * MiB)
+    facts: Memo = Memo(maxsize=4096, max_bytes=8 * MiB)
+    monkeypatch.setattr(interpret_mod, "_jq_results", results)
+    monkeypatch.setattr(interpret_mod, "_pod_facts", facts)
+    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
+    return results, facts
+
+
+def test_jq_results_are_accounted_by_key_and_value_bytes(small_caches: tuple[ByteLRU, Memo]):
+    results, facts = small_caches
+    assert DEFINITION is not None
+    first = interpret(_big_jobset(0, 50_000), DEFINITION)
+    assert len(results) == 1 and results.bytes > 3 * 50_000  # the key alone holds the three templates
+    assert facts.bytes > 50_000  # the pod facts, keyed by a template's text
+    again = interpret(_big_jobset(0, 50_000), DEFINITION)
+    assert again == first and len(results) == 1  # the same object again: the results are reused
+
+
+def test_distinct_big_objects_stay_within_the_bounds(small_caches: tuple[ByteLRU, Memo]):
+    results, facts = small_caches
+    assert DEFINITION is not None
+    for i in range(40):  # 40 x 300 KB of keys, 1.5 MB each with the results that hold the templates
+        interpret(_big_jobset(i, 100_000), DEFINITION)
+        assert results.bytes <= 8 * MiB and facts.bytes <= 8 * MiB
+    assert 0 < len(results) < 40
+
+
+def test_the_default_bounds_are_in_bytes():
+    assert isinstance(interpret_mod._jq_results, ByteLRU) and interpret_mod._jq_results.max_bytes == 64 * MiB
+    assert interpret_mod._pod_facts.max_bytes == 64 * MiB
