@@ -173,6 +173,12 @@ class Service:
                                "this service does not accept definitions in requests")
         return self.inline.definition(doc)
 
+    def bound_pods(self, n: int) -> None:
+        """Pods are interpreted one by one: their number in one request is bounded (--max-pods)."""
+        if n > self.settings.max_pods:
+            raise ProblemError(413, "too-many-pods", "Too many pods",
+                               f"{n} pods in one request; at most {self.settings.max_pods} (--max-pods)")
+
     def resolve(self, obj: dict[str, Any]) -> Definition:
         try:
             d = self.store.registry.resolve_object(obj)
@@ -204,6 +210,7 @@ class Service:
                 raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
                                    [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
                                     for err in e.errors()]) from None
+        self.bound_pods(len(env.pods or ()))
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
@@ -472,6 +479,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
     streams.Limits.buffer, streams.Limits.write_timeout = settings.stream_buffer, settings.stream_write_timeout
+    streams.Limits.per_caller, streams.Limits.total = settings.max_streams_per_caller, settings.max_streams
     service = Service(settings)
 
     @contextlib.asynccontextmanager
@@ -546,6 +554,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
 
         request.scope["state"]["items"] = len(req.items)
+        service.bound_pods(sum(len(i.pods or ()) for i in req.items))
         results = await asyncio.gather(*(one(i) for i in req.items))
         return _dumps({"items": results})
 

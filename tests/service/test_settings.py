@@ -42,3 +42,15 @@ def test_in_a_pod_the_loop_is_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(settings, "in_cluster", lambda: True)  # the service account's API server
     assert event_loop(Settings()) == "asyncio"
+
+
+def test_the_stream_and_pod_bounds_read_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Settings.from_env()
+    assert (s.max_streams_per_caller, s.max_streams, s.max_pods) == (10, 1000, 10000)
+    monkeypatch.setenv("WLMAP_MAX_STREAMS_PER_CALLER", "3")
+    monkeypatch.setenv("WLMAP_MAX_STREAMS", "50")
+    monkeypatch.setenv("WLMAP_MAX_PODS", "200")
+    s = Settings.from_env()
+    assert (s.max_streams_per_caller, s.max_streams, s.max_pods) == (3, 50, 200)
+    env = s.to_env()
+    assert (env["WLMAP_MAX_STREAMS_PER_CALLER"], env["WLMAP_MAX_STREAMS"], env["WLMAP_MAX_PODS"]) == ("3", "50", "200")
