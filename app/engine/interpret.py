@@ -335,9 +335,11 @@ Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch,
 # equal keys mean equal results.  Only the jq stage is reused; the rest always runs on the
 # object itself.  A caller chooses the objects (keys of up to a request body each, results
 # that hold parts of them), so the bound is in bytes: key and results as accounted by
-# memo.held_bytes.  A typical workload's entry is ~10-60 KB: 64 MiB keeps a few thousand.
-JQ_RESULT_BYTES = 64 * 1024 * 1024
-_jq_results: ByteLRU[tuple[str, bytes | str], list[Result]] = ByteLRU(JQ_RESULT_BYTES)
+# memo.held_bytes.  benchmarks/data/jobset-16k.json's entry is ~40 KB: 80 MiB keeps ~2,000 such
+# (main kept 2,048 entries of any size).  An entry over 1 MiB is a caller's giant, not a
+# scheduler's workload: not kept.
+JQ_RESULT_BYTES = 80 * 1024 * 1024
+_jq_results: ByteLRU[tuple[str, bytes | str], list[Result]] = ByteLRU(JQ_RESULT_BYTES, max_entry=1024 * 1024)
 JQ_RESULT_CACHE = True  # the benchmark turns it off to measure cold evaluations
 
 

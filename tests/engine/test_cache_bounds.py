@@ -34,8 +34,8 @@ def _big_jobset(i: int, size: int) -> dict:
 
 @pytest.fixture()
 def small_caches(monkeypatch: pytest.MonkeyPatch) -> tuple[ByteLRU, Memo]:
-    results: ByteLRU = ByteLRU(8 * MiB)
-    facts: Memo = Memo(maxsize=4096, max_bytes=8 * MiB)
+    results: ByteLRU = ByteLRU(16 * MiB)
+    facts: Memo = Memo(maxsize=4096, max_bytes=64 * MiB)
     monkeypatch.setattr(interpret_mod, "_jq_results", results)
     monkeypatch.setattr(interpret_mod, "_pod_facts", facts)
     monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
@@ -55,12 +55,25 @@ def test_jq_results_are_accounted_by_key_and_value_bytes(small_caches: tuple[Byt
 def test_distinct_big_objects_stay_within_the_bounds(small_caches: tuple[ByteLRU, Memo]):
     results, facts = small_caches
     assert DEFINITION is not None
-    for i in range(40):  # 40 x 300 KB of keys, 1.5 MB each with the results that hold the templates
+    for i in range(40):  # 40 x 300 KB of keys, ~2.7 MB each with the results that hold the templates
         interpret(_big_jobset(i, 100_000), DEFINITION)
-        assert results.bytes <= 8 * MiB and facts.bytes <= 8 * MiB
+        assert results.bytes <= 16 * MiB and facts.bytes <= 64 * MiB
     assert 0 < len(results) < 40
 
 
 def test_the_default_bounds_are_in_bytes():
-    assert isinstance(interpret_mod._jq_results, ByteLRU) and interpret_mod._jq_results.max_bytes == 64 * MiB
+    assert isinstance(interpret_mod._jq_results, ByteLRU) and interpret_mod._jq_results.max_bytes == 80 * MiB
     assert interpret_mod._pod_facts.max_bytes == 64 * MiB
+
+
+def test_a_giant_is_not_kept(monkeypatch: pytest.MonkeyPatch):
+    """An object whose results would take over 1 MiB is a caller's giant, not a scheduler's
+    workload: keeping it would only push the everyday entries out."""
+    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
+    cache = interpret_mod._jq_results
+    held, before = cache.bytes, len(cache)
+    assert DEFINITION is not None
+    interpret(_big_jobset(99, 400_000), DEFINITION)
+    assert (cache.bytes, len(cache)) == (held, before)
+    interpret(_big_jobset(98, 0), DEFINITION)
+    assert len(cache) == before + 1  # an everyday object is kept

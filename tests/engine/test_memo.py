@@ -23,12 +23,15 @@ def test_past_its_size_it_is_dropped_whole():
 
 def test_a_byte_bound_drops_it_whole_too():
     """Keys a caller chooses (a pod template's text) can be megabytes: 4096 of them are not kept."""
-    m: Memo[int, int] = Memo(maxsize=1000, max_bytes=100)
-    for i in range(4):
-        m.put(i, i, 30)
+    m: Memo[int, int] = Memo(maxsize=1000, max_bytes=640)
+    for i in range(64):
+        m.put(i, i, 10)
+    assert len(m) == 64 and m.bytes == 640
+    m.put(64, 64, 10)
     assert len(m) == 0 and m.bytes == 0
-    m.put(9, 9, 30)
-    assert dict(m) == {9: 9} and m.bytes == 30
+    m.put(99, 99, 11)  # over 1/64 of the bound: a giant, not kept
+    m.put(9, 9, 10)
+    assert dict(m) == {9: 9} and m.bytes == 10
 
 
 def test_byte_lru_keeps_the_recently_used_within_its_bytes():
