@@ -92,7 +92,7 @@ def start(repo: Path) -> tuple[subprocess.Popen, str]:
 # -- the floods: each yields (path, JSON body) for request i ----------------------------------
 
 def junk(i: int) -> dict[str, Any]:
-    items = [{"k": f"{i}-{n}", "v": [n, "x" * 40, {"n": n}]} for n in range((BODY_LIMIT - 150_000) // 90)]
+    items = [{"k": f"{i}-{n}", "v": [n, "x" * 40, {"n": n}]} for n in range((BODY_LIMIT - 300_000) // 90)]
     return {"object": TASK, "definition": {"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
                                            "metadata": {"name": f"junk-{i}"}, "spec": {"junk": items}}}
 
@@ -115,7 +115,7 @@ def _jobset(i: int, arg_bytes: int) -> dict[str, Any]:
 
 
 def huge(i: int) -> dict[str, Any]:
-    return _jobset(i, (BODY_LIMIT - 200_000) // len(JOBSET["spec"]["replicatedJobs"]))
+    return _jobset(i, (BODY_LIMIT - 300_000) // len(JOBSET["spec"]["replicatedJobs"]))
 
 
 def distinct(i: int) -> dict[str, Any]:
