@@ -54,7 +54,7 @@ from . import fleet_reads, metrics, streams
 from .cluster import Cluster, cluster_specs
 from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
 from .inline import InlineDefinitions
-from .middleware import ServiceMiddleware
+from .middleware import BodyLimits, ServiceMiddleware
 from .models import (
     BatchRequest,
     BatchResponse,
@@ -480,6 +480,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
     streams.Limits.buffer, streams.Limits.write_timeout = settings.stream_buffer, settings.stream_write_timeout
     streams.Limits.per_caller, streams.Limits.total = settings.max_streams_per_caller, settings.max_streams
+    BodyLimits.inflight, BodyLimits.seconds = settings.max_inflight_body_bytes, settings.body_read_timeout
     service = Service(settings)
 
     @contextlib.asynccontextmanager

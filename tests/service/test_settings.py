@@ -47,6 +47,7 @@ def test_in_a_pod_the_loop_is_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_stream_and_pod_bounds_read_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     s = Settings.from_env()
     assert (s.max_streams_per_caller, s.max_streams, s.max_pods) == (10, 1000, 10000)
+    assert (s.max_inflight_body_bytes, s.body_read_timeout) == (32 * 1024 * 1024, 30.0)
     monkeypatch.setenv("WLMAP_MAX_STREAMS_PER_CALLER", "3")
     monkeypatch.setenv("WLMAP_MAX_STREAMS", "50")
     monkeypatch.setenv("WLMAP_MAX_PODS", "200")
