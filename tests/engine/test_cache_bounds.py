@@ -77,3 +77,26 @@ def test_a_giant_is_not_kept(monkeypatch: pytest.MonkeyPatch):
     assert (cache.bytes, len(cache)) == (held, before)
     interpret(_big_jobset(98, 0), DEFINITION)
     assert len(cache) == before + 1  # an everyday object is kept
+
+
+def test_status_plans_are_bounded_by_the_bytes_of_their_definitions(monkeypatch: pytest.MonkeyPatch):
+    """Each plan holds its status definition: definitions sent in requests can be megabytes."""
+    import yaml
+
+    from app.engine import status as status_mod
+    from app.karta.load import definition_from_document
+
+    plans: Memo = Memo(maxsize=1024, max_bytes=16 * MiB)
+    monkeypatch.setattr(status_mod, "_plans", plans)
+    doc = yaml.safe_load((ROOT / "tests" / "data" / "examples" / "batchtask.karta.yaml").read_text())
+    task = yaml.safe_load((ROOT / "tests" / "data" / "manifests" / "batchtask-running.yaml").read_text())
+    root = doc["spec"]["structureDefinition"]["rootComponent"]
+    for i in range(100):  # 100 x ~200 KB accounted
+        d = copy.deepcopy(doc)
+        d["spec"]["structureDefinition"]["rootComponent"]["statusDefinition"] = dict(
+            root["statusDefinition"], padding=f"{i}" + "x" * 20_000)
+        definition = definition_from_document(d, "inline", "inline")
+        assert definition.valid, definition.findings
+        assert interpret(task, definition)["status"]["phase"] == "Running"
+        assert plans.bytes <= 16 * MiB
+    assert 0 < len(plans) < 100
