@@ -3,7 +3,9 @@
 Manifests and definitions come from users, so parsing is bounded: YAML aliases may share a
 node many times (a "billion laughs" file is tiny in memory but explodes when serialised), and
 very deep nesting exhausts recursion later.  Both are measured on the parsed graph and refused
-with a clear `DocumentError` instead of a crash or a hang.
+with a clear `DocumentError` instead of a crash or a hang.  So are numbers JSON cannot carry -
+integers beyond 64 bits and YAML's `.nan` / `.inf` - which would otherwise fail later, wherever
+the document is next written as JSON (`UnencodableValue`, naming where the number is).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import yaml
 
 try:  # libyaml is several times faster; fall back to the pure-Python loader
@@ -22,15 +25,51 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 
 MAX_NODES = 2_000_000  # expanded JSON nodes per document (a 3 MiB manifest has far fewer)
 MAX_DEPTH = 256  # nesting depth (Kubernetes objects stay well under 30)
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1  # what orjson (and so every JSON the service writes) can carry
 
 
 class DocumentError(ValueError):
     """Text that cannot be read as YAML/JSON documents, or that exceeds the bounds."""
 
 
+class UnencodableValue(DocumentError):
+    """A number JSON cannot carry: an integer beyond 64 bits, NaN or an infinity."""
+
+    def __init__(self, path: str, value: Any):
+        self.path = path
+        what = "an integer beyond 64 bits" if isinstance(value, int) else f"{value!r}, which JSON cannot represent"
+        super().__init__(f"{path or 'the document'} holds {what}")
+
+
+def _encodable(v: Any) -> bool:
+    if type(v) is int:
+        return INT_MIN <= v <= INT_MAX
+    return type(v) is not float or math.isfinite(v)
+
+
+def _unencodable(doc: Any, path: str = "") -> UnencodableValue | None:
+    """Where the first number JSON cannot carry is (a second walk, only once one was seen)."""
+    stack: list[tuple[Any, str]] = [(doc, path)]
+    seen: set[int] = set()
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for k, v in items:
+                stack.append((v, f"{at}[{k}]" if isinstance(node, list) else f"{at}.{k}" if at else str(k)))
+        elif not _encodable(node):
+            return UnencodableValue(at, node)
+    return None
+
+
 def _check_bounds(doc: Any) -> None:
     # Expanded size with memoisation on shared (aliased) nodes: O(distinct nodes).
     sizes: dict[int, int] = {}
+    if not _encodable(doc):
+        raise UnencodableValue("", doc)
     stack: list[tuple[Any, int, bool]] = [(doc, 1, False)]
     while stack:
         node, depth, done = stack.pop()
@@ -43,9 +82,13 @@ def _check_bounds(doc: Any) -> None:
             kids = node.values() if isinstance(node, dict) else node
             total = 1
             for k in kids:
-                if type(k) is float and not math.isfinite(k):
-                    raise DocumentError("document holds a number JSON cannot represent (.nan or .inf)")
-                total += sizes.get(id(k), 1) if isinstance(k, (dict, list)) else 1
+                if isinstance(k, (dict, list)):
+                    total += sizes.get(id(k), 1)
+                else:  # the scalar test inlined: this loop runs for every value of every body
+                    total += 1
+                    t = type(k)
+                    if (t is int and not INT_MIN <= k <= INT_MAX) or (t is float and not math.isfinite(k)):
+                        raise _unencodable(doc) or UnencodableValue("", k)
             if total > MAX_NODES:
                 raise DocumentError(f"document expands to more than {MAX_NODES} values (YAML aliases?)")
             sizes[key] = total
@@ -146,6 +189,57 @@ def iter_documents(text: str | bytes) -> Iterator[Any]:
         raise DocumentError(f"invalid YAML: {e}") from None
     except RecursionError:
         raise DocumentError(f"document nesting is deeper than {MAX_DEPTH} levels") from None
+
+
+# An integer beyond 64 bits has at least 19 digits in a row.  Found by mapping every digit to 0
+# and searching for 19 zeros: ~10x faster than a regex over the body.
+_DIGITS_TO_0, _LONG_NUMBER = bytes.maketrans(b"123456789", b"000000000"), b"0" * 19
+
+
+def loads_json(body: bytes) -> Any:
+    """One JSON document, read by orjson (C speed), numbers checked (`_loads_checked`)."""
+    doc = _loads_checked(body)
+    try:  # JSON has no aliases, so only depth can hurt: orjson writes at most 254 levels (C speed)
+        orjson.dumps(doc)
+    except orjson.JSONEncodeError:
+        raise DocumentError("document nesting is deeper than 254 levels") from None
+    return doc
+
+
+def refuse_unencodable_json(body: bytes) -> None:
+    """Raise `UnencodableValue` if a JSON text holds a number JSON output cannot carry: for
+    bodies that Python's parser reads (FastAPI's), which takes NaN, Infinity, 1e400 and integers
+    of any size.  Malformed JSON is left to that parser to report."""
+    try:
+        _loads_checked(body)
+    except UnencodableValue:
+        raise
+    except DocumentError:
+        pass
+
+
+def _loads_checked(body: bytes) -> Any:
+    """orjson refuses NaN and huge exponents, and reads an integer beyond 64 bits as a float
+    without a word: then (rarely) the body is read again by Python's parser, exact and lenient,
+    to refuse the number by path, as YAML's are."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        _name_unencodable(body)  # NaN, Infinity, 1e400: say where
+        raise DocumentError(f"not valid JSON: {e}") from None
+    if _LONG_NUMBER in body.translate(_DIGITS_TO_0):  # a long number (or 19 digits in a string)
+        _name_unencodable(body)
+    return doc
+
+
+def _name_unencodable(body: bytes) -> None:
+    try:
+        exact = json.loads(body)
+    except (ValueError, RecursionError):
+        return  # not JSON even to Python: the caller reports orjson's reason
+    found = _unencodable(exact)
+    if found is not None:
+        raise found
 
 
 def _unlist(doc: Any) -> Iterator[Any]:

@@ -35,7 +35,7 @@ from ..cluster.kube import (
     pod_namespace,
 )
 from ..cluster.sources import karta_definitions
-from ..cluster.workloads import LookupFailed, Workloads
+from ..cluster.workloads import LookupFailed, Workloads, allow_all
 from ..engine.interpret import InterpretationError
 from ..fleet.specs import ClusterSpec, contexts, kubeconfig_paths, redact
 from ..karta.registry import Registry
@@ -290,7 +290,7 @@ async def _describe(args: argparse.Namespace, kind: str, name: str,
             if all(k.resource is None for k in kinds):
                 g, v, k = kinds[0].gvk
                 raise CliError(f"{k} ({g + '/' if g else ''}{v}) is not served by this cluster", EXIT_NOT_FOUND)
-            result = await workloads.describe(ns, name, kind)
+            result = await workloads.interpretation(ns, name, kind, allow=allow_all)  # as the kubeconfig user
         except LookupFailed as e:
             served = {k.gvk[2] for k in kinds if k.resource is not None}
             if e.slug == "workload-not-found" and len(served) == 1:  # say which kind, as kubectl does
@@ -542,7 +542,7 @@ async def _get(args: argparse.Namespace, ns: str | None, context: str | None = N
                 kube.check()
                 if not kinds:
                     raise CliError(f'no Karta definition covers "{args.kind}"', EXIT_NO_DEFINITION)
-            result = await workloads.summaries(ns, args.kind)
+            result = await workloads.summaries(ns, args.kind, allow=allow_all)
         except LookupFailed as e:
             raise _lookup_error(e, kube) from None
         kube.check()

@@ -5,6 +5,8 @@ around RBAC: each caller's bearer token is checked by the API server (TokenRevie
 read is allowed only if the caller could do it themselves (SubjectAccessReview).  Answers are
 cached briefly (30 s; denials 5 s), keyed by a hash of the token, so a UI polling every second costs the API
 server a review per half minute, not per request; tokens themselves are never stored or logged.
+With audiences (--token-audience) the TokenReview asks for them and only a token issued for one
+of them is accepted, so a token minted for another service cannot be replayed here.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ class Caller:
 
 
 class Access:
-    def __init__(self, kube: Kube, ttl: float = 30.0, deny_ttl: float = 5.0, size: int = 4096):
+    def __init__(self, kube: Kube, ttl: float = 30.0, deny_ttl: float = 5.0, size: int = 4096,
+                 audiences: list[str] | tuple[str, ...] = ()):
         self.kube = kube
+        # --token-audience: tokens must have been issued for one of these (empty: the API server's own).
+        self.audiences = list(audiences)
         self._tokens: TTLCache[str, Caller | None] = TTLCache(size, ttl)
         # Allows are kept longer than denials, so a permission just granted works within seconds.
         self._allowed: TTLCache[tuple[Any, ...], bool] = TTLCache(size * 4, ttl)
@@ -49,14 +54,20 @@ class Access:
             caller = self._tokens[key]
         else:
             self.reviews += 1
+            spec: dict[str, Any] = {"token": token}
+            if self.audiences:
+                spec["audiences"] = self.audiences
             try:
                 review = await self.kube.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body={
-                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec})
             except KubeError as e:
                 raise AccessUnavailable(f"cannot check the token with the API server: {e.message}") from None
             st = review.get("status") or {}
             caller = None
-            if st.get("authenticated"):
+            # With audiences asked for, the answer must name one of them (an authenticator that
+            # ignores audiences answers without, and its yes is not one for us).
+            bound = not self.audiences or set(st.get("audiences") or ()) & set(self.audiences)
+            if st.get("authenticated") and bound:
                 u = st.get("user") or {}
                 caller = Caller(str(u.get("username") or ""), str(u.get("uid") or ""),
                                 tuple(u.get("groups") or ()),

@@ -234,15 +234,13 @@ class Kube:
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, context: str | None = None,
-                      document: dict[str, Any] | None = None, request_timeout: float = 30.0) -> Kube:
-        """From a kubeconfig document (a cluster Secret's), a kubeconfig file, else the in-cluster
-        service account, else ~/.kube/config."""
+                      request_timeout: float = 30.0) -> Kube:
+        """From the operator's kubeconfig file, else the in-cluster service account, else
+        ~/.kube/config, with the client library's full kubeconfig support (exec plugins, token
+        files...).  Never for a cluster Secret's kubeconfig: that is data (fleet/secret_kubeconfig)."""
         from kubernetes_asyncio import client, config
 
         cfg = client.Configuration()
-        if document is not None:
-            await config.load_kube_config_from_dict(document, context=context, client_configuration=cfg)
-            return cls(client.ApiClient(configuration=cfg), request_timeout=request_timeout)
         if kubeconfig or context or not in_cluster():
             await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
                                           persist_config=False)

@@ -1,21 +1,23 @@
-"""Live workloads: fetch by reference, find by name across every known kind, attribute pods,
-and list one summary row per top-level workload.
+"""Live workloads read straight from the API server: the `Reader` (cluster/reader.py) that
+lists kinds by discovery, gets objects with GET, attributes pods by owner chains, and lists one
+summary row per top-level workload.
 
-Shared by the HTTP service and the `wlmap describe/get` commands.  Evaluation is passed in
-(`interpret(definition, object, pods)`), so each caller keeps its own isolation and error
-mapping; authorization is passed in (`allow(verb, resource, namespace, name)`), so the CLI
-(which acts as its kubeconfig user) simply allows everything.
+Shared by the HTTP service (until its live model has synced, and with --cache false) and the
+`wlmap describe/get` commands.  Evaluation is passed in (`interpret(definition, object, pods)`),
+so each caller keeps its own isolation and error mapping; authorization is passed to every read
+(`allow(verb, resource, namespace, name)`): the CLI, which acts as its kubeconfig user, passes
+`allow_all`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from ..engine.attribution import pod_ready
 from ..engine.interpret import generic_flags
@@ -23,90 +25,27 @@ from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
 from .kube import PODS, Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
 from .owners import OwnerIndex, controller_of, owned_by
+from .reader import (  # noqa: F401 - the names readers and the service share, importable from here too
+    Allow,
+    Found,
+    Known,
+    LookupFailed,
+    Reader,
+    allow_all,
+    definition_for,
+    matches_token,
+    may_not_get,
+    may_not_list_pods,
+    version_rank,
+)
 
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
-Allow = Callable[[str, Resource, "str | None", "str | None"], Awaitable[bool]]
-
-
-async def allow_all(verb: str, res: Resource, namespace: str | None, name: str | None) -> bool:
-    return True
-
-
-class LookupFailed(Exception):
-    """A workload could not be found or read; `status` follows HTTP (404, 403, 409, 503)."""
-
-    def __init__(self, status: int, slug: str, message: str, candidates: list[dict[str, str]] | None = None):
-        super().__init__(message)
-        self.status, self.slug, self.message, self.candidates = status, slug, message, candidates or []
-
-
-@dataclass
-class Known:
-    """A kind the registry has a definition for, as the cluster serves it (resource None: not served)."""
-
-    definition: Definition
-    resource: Resource | None
-
-    @property
-    def gvk(self) -> tuple[str, str, str]:
-        assert self.definition.gvk is not None
-        return self.definition.gvk
-
-
-_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
-
-
-def version_rank(v: str) -> tuple[int, int, int]:
-    """Kubernetes version priority: GA > beta > alpha, higher numbers first (larger is better)."""
-    m = _VERSION.match(v)
-    if not m:
-        return (-1, 0, 0)
-    stage = {"alpha": 0, "beta": 1, None: 2}[m.group(2)]
-    return (stage, int(m.group(1)), int(m.group(3) or 0))
-
-
-def matches_token(token: str, k: Known) -> bool:
-    """kubectl-like type tokens: Kind, plural, or either qualified by group (and version)."""
-    t = token.lower()
-    group, version, kind = k.gvk
-    names = {kind.lower()}
-    if k.resource is not None:
-        names.add(k.resource.plural)
-    quals = set(names)
-    for n in names:
-        if group:
-            quals |= {f"{n}.{group}", f"{n}.{version}.{group}"}
-        else:
-            quals.add(f"{n}.{version}")
-    return t in quals
 
 
 def describe_ref(obj: dict[str, Any]) -> dict[str, str]:
     meta = obj.get("metadata") or {}
     return {"apiVersion": str(obj.get("apiVersion")), "kind": str(obj.get("kind")),
             "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name"))}
-
-
-def definition_for(registry: Registry, gvk: tuple[str, str, str]) -> Definition:
-    """The definition serving a GVK, or the lookup failure a caller reports (409 ambiguous, 404 none)."""
-    try:
-        d = registry.resolve(gvk)
-    except AmbiguousDefinition as e:
-        raise LookupFailed(409, "ambiguous-definition", str(e)) from None
-    if d is None:
-        g, v, k = gvk
-        raise LookupFailed(404, "no-definition", f"no Karta definition covers {g + '/' if g else ''}{v} {k}")
-    return d
-
-
-def may_not_get(res: Resource, namespace: str | None) -> LookupFailed:
-    return LookupFailed(403, "forbidden", f"not allowed to get {res.plural}{'.' + res.group if res.group else ''}"
-                                          f"{' in namespace ' + namespace if namespace else ''}")
-
-
-def may_not_list_pods(namespace: str | None) -> LookupFailed:
-    return LookupFailed(403, "forbidden", f"not allowed to list pods{' in namespace ' + namespace if namespace else ''} "
-                                          "(needed for the live pod view; ask with pods=false to skip it)")
 
 
 def now_iso(t: float | None = None) -> str:
@@ -172,9 +111,11 @@ def sort_rows(items: list[dict[str, Any]]) -> None:
     items.sort(key=lambda r: (r["workload"].get("namespace") or "", r["workload"]["name"], r["workload"]["kind"]))
 
 
-class Workloads:
-    def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, concurrency: int = 16):
+class Workloads(Reader):
+    def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, concurrency: int = 16,
+                 cluster: str | None = None):
         self.kube, self.registry, self.interpret = kube, registry, interpret
+        self.cluster = cluster  # in a fleet: named first in every interpretation
         self._sem = asyncio.Semaphore(concurrency)
 
     # -- kinds ----------------------------------------------------------------------------
@@ -208,85 +149,51 @@ class Workloads:
             out = [k for k in out if matches_token(kind, k)]
         return out
 
+    async def served(self, kind: str | None = None, api_version: str | None = None) -> list[Known]:
+        return [k for k in await self.known(kind, api_version) if k.resource is not None]
+
+    async def resource(self, api_version: str, kind: str) -> Resource | None:
+        """A kind with a definition, else any kind discovery knows (a `ref` may come with its own
+        definition)."""
+        res = await super().resource(api_version, kind)
+        if res is not None:
+            return res
+        group, _, version = api_version.rpartition("/")
+        try:
+            return await self.kube.resource((group, version, kind))
+        except Unavailable as e:
+            raise LookupFailed(503, "cluster-unavailable", f"cannot reach the API server: {e.message}") from None
+
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
         return definition_for(self.registry(), gvk)
 
     # -- one object -----------------------------------------------------------------------
-    async def fetch(self, api_version: str, kind: str, namespace: str | None, name: str,
-                    allow: Allow = allow_all) -> tuple[Resource, dict[str, Any]]:
-        group, _, version = api_version.rpartition("/")
-        res = await self.kube.resource((group, version, kind))
-        if res is None:
-            raise LookupFailed(404, "kind-not-served", f"{kind} ({api_version}) is not served by this cluster")
-        if res.namespaced and not namespace:
-            raise LookupFailed(422, "namespace-required", f"{kind} is namespaced: give a namespace")
-        ns = namespace if res.namespaced else None
-        if not await allow("get", res, ns, name):
-            raise may_not_get(res, ns)
-        try:
-            obj = await self.kube.get(res, ns, name)
-        except NotFound:
-            where = f" in namespace {ns}" if ns else ""
-            raise LookupFailed(404, "workload-not-found", f'{kind} "{name}" not found{where}') from None
-        except Forbidden as e:
-            raise LookupFailed(503, "service-forbidden", f"the service is not allowed to read {res.plural}: {e}") from None
-        except KubeError as e:
-            raise LookupFailed(503, "cluster-unavailable", f"cannot read {kind} {name}: {e}") from None
-        return res, obj
+    async def get(self, res: Resource, namespace: str | None, name: str) -> Found | None:
+        async with self._sem:
+            try:
+                obj = await self.kube.get(res, namespace, name)
+            except NotFound:
+                return None
+            except Forbidden as e:
+                raise LookupFailed(503, "service-forbidden",
+                                   f"the service is not allowed to read {res.plural}: {e}") from None
+            except KubeError as e:
+                raise LookupFailed(503, "cluster-unavailable", f"cannot read {res.kind} {name}: {e}") from None
+        meta = obj.get("metadata") or {}
+        return Found(res, str(meta.get("uid") or id(obj)), (controller_of(meta) or {}).get("uid"),
+                     str(meta.get("namespace") or ""), str(meta.get("name") or name), obj)
 
-    async def find(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                   allow: Allow = allow_all) -> tuple[Known, dict[str, Any]]:
-        """The one workload of that name: every matching served kind is tried concurrently."""
-        kinds = [k for k in await self.known(kind, api_version) if k.resource is not None]
-        if not kinds:
-            what = f'"{kind}"' if kind else "any kind"
-            raise LookupFailed(404, "workload-not-found", f"no served kind with a definition matches {what}")
+    def body(self, found: Found) -> dict[str, Any]:
+        return found.item  # type: ignore[no-any-return]
 
-        async def one(k: Known) -> tuple[Known, dict[str, Any]] | None:
-            assert k.resource is not None
-            ns = namespace if k.resource.namespaced else None
-            async with self._sem:
-                try:
-                    return k, await self.kube.get(k.resource, ns, name)
-                except (NotFound, Forbidden):
-                    return None
-                except KubeError as e:
-                    raise LookupFailed(503, "cluster-unavailable", f"cannot read {k.gvk[2]} {name}: {e}") from None
-
-        found = [f for f in await asyncio.gather(*(one(k) for k in kinds)) if f is not None]
-        # One object served at several versions is one workload: keep its best version.
-        by_uid: dict[str, tuple[Known, dict[str, Any]]] = {}
-        for k, obj in found:
-            uid = (obj.get("metadata") or {}).get("uid") or id(obj)
-            prev = by_uid.get(uid)
-            if prev is None or version_rank(k.gvk[1]) > version_rank(prev[0].gvk[1]):
-                by_uid[uid] = (k, obj)
-        cands = list(by_uid.values())
-        # A candidate controlled by another candidate is part of it (KServe's Deployment of an
-        # InferenceService of the same name): the top-level one is the workload.
-        uids = set(by_uid)
-        top = [(k, o) for k, o in cands if (controller_of(o.get("metadata") or {}) or {}).get("uid") not in uids]
-        cands = top or cands
-        if not cands:
-            raise LookupFailed(404, "workload-not-found", f'no workload named "{name}" in namespace {namespace}')
-        if len(cands) > 1:
-            listed = sorted((describe_ref(o) for _, o in cands), key=lambda r: (r["kind"], r["apiVersion"]))
-            raise LookupFailed(409, "ambiguous-workload",
-                               f'{len(cands)} workloads are named "{name}" in namespace {namespace}: '
-                               + ", ".join(f"{c['kind']} ({c['apiVersion']})" for c in listed)
-                               + "; give kind (and apiVersion) to pick one", listed)
-        k, obj = cands[0]
-        assert k.resource is not None
-        if not await allow("get", k.resource, namespace if k.resource.namespaced else None, name):
-            raise may_not_get(k.resource, namespace)
-        return k, obj
+    def freshness(self, found: Found | None = None) -> dict[str, Any]:
+        return direct_freshness(found.item if found is not None else None)
 
     # -- pods -----------------------------------------------------------------------------
-    async def pods_of(self, obj: dict[str, Any], res: Resource, allow: Allow = allow_all) -> list[dict[str, Any]]:
+    async def pods_of(self, obj: dict[str, Any], res: Resource) -> list[dict[str, Any]]:
+        """The pods the object controls (the caller's right to list them was checked by the lookup)."""
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") if res.namespaced else None
-        if not await allow("list", PODS, ns, None):
-            raise may_not_list_pods(ns)
         try:
             pods = (await self.kube.list(PODS, ns, resource_version="0"))["items"]
         except Forbidden as e:
@@ -298,29 +205,31 @@ class Workloads:
         # by name: the API server's cache lists in no stable order, and gang rows follow this one
         return sorted(owned_by(str(meta.get("uid")), pods, chains), key=lambda p: p["metadata"].get("name", ""))
 
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow = allow_all) -> dict[str, Any]:
+    async def interpretation(self, namespace: str, name: str, kind: str | None = None,
+                             api_version: str | None = None, *, with_pods: bool = True,
+                             allow: Allow) -> dict[str, Any]:
         """The interpretation of a live workload, with its pods placed on the tree."""
-        if kind and api_version:  # one exact GVK: a single GET (the kind token may be a plural)
-            k0 = await self.known(kind, api_version)
-            kind_name = k0[0].gvk[2] if k0 else kind
-            res, obj = await self.fetch(api_version, kind_name, namespace, name, allow)
-        else:
-            known, obj = await self.find(namespace, name, kind, api_version, allow)
-            assert known.resource is not None
-            res = known.resource
+        found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
+        obj, res = found.item, found.resource
         definition = self.definition_for(res.gvk)
-        pods = await self.pods_of(obj, res, allow) if with_pods else None
+        pods = await self.pods_of(obj, res) if with_pods else None
         out = await self.interpret(definition, obj, pods)
         if pods is not None:
             live = out.setdefault("live", {})
             live.update(generic_flags(obj))  # what status carries too, known even when the status is not
         out["freshness"] = direct_freshness(obj)
-        return out
+        return {"cluster": self.cluster, **out} if self.cluster else out
+
+    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
+                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+        out = await self.interpretation(namespace, name, kind, api_version, with_pods=with_pods, allow=allow)
+        if not freshness:
+            out.pop("freshness", None)
+        return orjson.dumps(out)
 
     # -- many -----------------------------------------------------------------------------
-    async def summaries(self, namespace: str | None, kind: str | None = None,
-                        allow: Allow = allow_all) -> dict[str, Any]:
+    async def summaries(self, namespace: str | None, kind: str | None = None, *,
+                        allow: Allow) -> dict[str, Any]:
         """One row per top-level workload of every known kind: name, kind, phase, pods, GPUs."""
         warnings: list[str] = []
         every = await self.known()

@@ -47,10 +47,11 @@ class _SecretRecord:
 class Fleet:
     def __init__(self, registry: Callable[[], Registry], interpret: Interpret, *, cache: bool = True,
                  namespaces: list[str] | None = None, auth: bool = False, labelled: bool = True,
-                 probe_interval: float = 10.0):
+                 probe_interval: float = 10.0, secret_allow_insecure: bool = False):
         self.registry, self.interpret = registry, interpret
         self.options = {"cache": cache, "namespaces": namespaces, "auth": auth, "labelled": labelled,
                         "probe_interval": probe_interval}
+        self.secret_allow_insecure = secret_allow_insecure  # a Secret may skip TLS verification
         self.labelled = labelled  # rows and metrics name their cluster (any fleet option given)
         self.events = EventLog()
         self.members: dict[str, Member] = {}
@@ -132,12 +133,11 @@ class Fleet:
         await asyncio.gather(*(m.close() for m in self.members.values()), return_exceptions=True)
 
     # -- cluster Secrets --------------------------------------------------------------------
-    @staticmethod
-    def _keep_secret(obj: dict[str, Any]) -> _SecretRecord:
+    def _keep_secret(self, obj: dict[str, Any]) -> _SecretRecord:
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
         try:
-            spec, error = from_secret(obj), None
+            spec, error = from_secret(obj, allow_insecure=self.secret_allow_insecure), None
         except SpecError as e:
             spec, error = None, str(e)
         return _SecretRecord(str(meta.get("resourceVersion") or ""), spec, error, name)

@@ -23,6 +23,7 @@ from ..cluster.workloads import Interpret, Workloads, now_iso
 from ..karta.registry import Registry
 from ..model.events import EventLog
 from ..model.live import LiveModel
+from . import secret_kubeconfig
 from .specs import ClusterSpec, redact
 
 log = logging.getLogger("wlmap.fleet")
@@ -78,7 +79,7 @@ class Member:
 
     def _attach(self, kube: Kube) -> None:
         self.kube = kube
-        self.workloads = Workloads(kube, self.registry, self.interpret)
+        self.workloads = Workloads(kube, self.registry, self.interpret, cluster=self.name if self.labelled else None)
         self.access = Access(kube) if self.auth else None
         if self.cache:
             self.model = LiveModel(kube, self.registry, self.interpret, namespaces=self.namespaces,
@@ -88,9 +89,7 @@ class Member:
         backoff = Backoff(base=1.0, cap=30.0)
         while self.kube is None and not self._stop.is_set():
             try:
-                s = self.spec
-                self._attach(await Kube.connect(s.kubeconfig, s.context, s.document,
-                                                request_timeout=self.request_timeout))
+                self._attach(await self._connect())
             except Exception as e:  # noqa: BLE001 - a bad kubeconfig is this member's problem only
                 self._set(False, f"cannot load the kubeconfig: {redact(str(e) or type(e).__name__, self.spec)}")
                 await sleep_or_stop(self._stop, backoff.next())
@@ -102,6 +101,12 @@ class Member:
             await self._probe()
             # a cluster that is down is probed at least every 2 s: it shows as back promptly
             await sleep_or_stop(self._stop, self.probe_interval if self.reachable else min(self.probe_interval, 2.0))
+
+    async def _connect(self) -> Kube:
+        s = self.spec
+        if s.inline is not None:  # a Secret's: built from its validated fields, never by the kubeconfig loader
+            return await secret_kubeconfig.connect(s.inline, request_timeout=self.request_timeout)
+        return await Kube.connect(s.kubeconfig, s.context, request_timeout=self.request_timeout)
 
     async def _probe(self) -> None:
         assert self.kube is not None

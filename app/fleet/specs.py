@@ -1,7 +1,7 @@
 """Where clusters come from: flags, kubeconfig contexts, labelled Secrets, each as a ClusterSpec.
 
-A spec is what it takes to connect (a kubeconfig path or document, and a context) plus a
-digest of exactly that, so a Secret edited with new credentials is seen as a new connection
+A spec is what it takes to connect (a kubeconfig path and a context; for a Secret, only the
+fields secret_kubeconfig.validate accepted) plus a digest of exactly that, so a Secret edited with new credentials is seen as a new connection
 and one touched without a change is not.  Specs hold credentials: they are never rendered;
 only the name, origin, context and server URL are shown, and `redact()` scrubs any credential
 value from a message before it reaches a response, a log line or a metric.
@@ -20,6 +20,8 @@ from typing import Any
 import orjson
 import yaml
 
+from .secret_kubeconfig import InlineConfig, RefusedKubeconfig, validate
+
 HOME = "in-cluster"  # the local cluster's name unless renamed (--cluster-name)
 SECRET_LABEL = "workload-map.dev/cluster=true"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
@@ -37,14 +39,24 @@ class ClusterSpec:
     name: str
     origin: str  # home | flag | context | secret
     kubeconfig: str | None = None  # a kubeconfig file (None: $KUBECONFIG / ~/.kube/config, or in-cluster)
-    document: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # an inline kubeconfig
+    # a Secret's connection: the validated fields only (its kubeconfig never reaches the loader)
+    inline: InlineConfig | None = field(default=None, compare=False, repr=False)
     context: str | None = None
     digest: str = ""  # of the connection (file contents or document, context): changes mean reconnect
     source: str = ""  # where it was declared (a Secret's namespace/name), shown as origin detail
 
+    def __post_init__(self) -> None:
+        # A Secret's spec without its validated connection would fall back to the pod's own
+        # kubeconfig or service account; an operator's spec never takes the Secret path.
+        if (self.origin == "secret") != (self.inline is not None):
+            raise ValueError(f"cluster {self.name}: only a Secret's spec holds an inline connection, "
+                             "and it always does")
+
     def server(self) -> str | None:
         """The API server URL the spec points at (not a credential), when it can be read."""
-        doc = self.document if self.document is not None else _read(self.kubeconfig)
+        if self.inline is not None:
+            return self.inline.server
+        doc = _read(self.kubeconfig)
         if not isinstance(doc, dict):
             return None
         ctx = _context(doc, self.context)
@@ -56,7 +68,9 @@ class ClusterSpec:
 
     def secrets(self) -> list[str]:
         """Every credential value in the spec's kubeconfig (for redaction)."""
-        doc = self.document if self.document is not None else _read(self.kubeconfig)
+        if self.inline is not None:
+            return self.inline.credentials()
+        doc = _read(self.kubeconfig)
         out: list[str] = []
 
         def walk(v: Any) -> None:
@@ -173,9 +187,11 @@ def home(name: str | None, kubeconfig: str | None, in_pod: bool) -> ClusterSpec:
     return ClusterSpec(name, "home", kubeconfig=kubeconfig, digest=_file_digest(kubeconfig, None))
 
 
-def from_secret(secret: dict[str, Any]) -> ClusterSpec:
+def from_secret(secret: dict[str, Any], *, allow_insecure: bool = False) -> ClusterSpec:
     """A Secret labelled workload-map.dev/cluster=true: `kubeconfig` (required), `context` and
-    `name` (default: the Secret's name) in its data."""
+    `name` (default: the Secret's name) in its data.  The kubeconfig is data: only inline
+    credentials and an https server (secret_kubeconfig.validate), `insecure-skip-tls-verify`
+    only with `allow_insecure` (--cluster-secret-allow-insecure)."""
     meta = secret.get("metadata") or {}
     where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
     data = {**{k: _b64(v, where, k) for k, v in (secret.get("data") or {}).items()},
@@ -197,7 +213,13 @@ def from_secret(secret: dict[str, Any]) -> ClusterSpec:
     if context is None and _context(doc, None) is None:
         raise SpecError(f"{where}: the kubeconfig has no current-context; set `context`")
     name = check_name((data.get("name") or str(meta.get("name") or "")).strip(), where)
-    return ClusterSpec(name, "secret", document=doc, context=context, digest=_digest(doc, context),
+    try:
+        inline = validate(doc, context, allow_insecure=allow_insecure)
+    except RefusedKubeconfig as e:
+        raise SpecError(f"{where}: {e}") from None
+    digest = _digest({k: base64.b64encode(v).decode() if isinstance(v, bytes) else v
+                      for k, v in vars(inline).items()}, context)
+    return ClusterSpec(name, "secret", inline=inline, context=context, digest=digest,
                        source=f"{meta.get('namespace')}/{meta.get('name')}")
 
 

@@ -108,7 +108,7 @@ class EventLog:
 
     def parse(self, token: str) -> int:
         epoch, _, seq = token.partition(".")
-        if not seq.isdigit():
+        if not (seq.isascii() and seq.isdigit()):  # int() takes other scripts' digits too
             raise TokenError(400, f"malformed resume token {token!r}")
         if epoch != self.epoch:
             raise TokenError(410, "the resume token was issued by another service process (a restart, or "

@@ -34,16 +34,13 @@ from cachetools import LRUCache
 
 from ..cluster.informer import Backoff, Informer, sleep_or_stop
 from ..cluster.kube import PODS, Kube, KubeError, Resource
+from ..cluster.reader import Found, Reader
 from ..cluster.workloads import (
     Allow,
     Known,
-    LookupFailed,
-    allow_all,
     definition_for,
     error_row,
     matches_token,
-    may_not_get,
-    may_not_list_pods,
     now_iso,
     sort_rows,
     summary_row,
@@ -71,6 +68,7 @@ log = logging.getLogger("wlmap.model")
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 GK = tuple[str, str]  # (group, kind)
+RETRY_BUSY = 1.0  # seconds before a workload whose evaluation found every worker busy (503) is tried again
 
 
 @dataclass
@@ -111,10 +109,10 @@ class WorkloadState:
 
 
 def _rv_int(rv: str) -> int:
-    return int(rv) if rv.isdigit() else 0
+    return int(rv) if rv.isascii() and rv.isdigit() else 0
 
 
-class LiveModel:
+class LiveModel(Reader):
     def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, *,
                  namespaces: list[str] | None = None, history: int = 20000, cluster: str | None = None,
                  events: EventLog | None = None):
@@ -198,7 +196,7 @@ class LiveModel:
             return listed and not self._planning and not self._dirty and not self._replan.is_set()
         return listed
 
-    def freshness(self) -> dict[str, Any]:
+    def freshness(self, found: Found | None = None) -> dict[str, Any]:
         informers = [i for kw in self.kinds.values() for i in kw.informers]
         live = all(i.connected for i in informers)
         contact = min((i.last_contact for i in informers), default=time.time())
@@ -496,9 +494,20 @@ class LiveModel:
         try:
             result = await self.interpret(d, obj.object(), None)
         except Exception as e:  # noqa: BLE001 - one bad object never hides the others
+            if getattr(e, "status", None) == 503:  # no evaluation worker was free: not an answer, ask again
+                state.rv = ""  # the last answer stands until then (the first time, the row says why it has none)
+                if state.facts is None and state.error is None:
+                    state.error = e
+                asyncio.get_running_loop().call_later(RETRY_BUSY, self._again, obj.uid)
+                return
             state.facts, state.error = None, e
             return
         state.facts, state.error = _facts(result), None
+
+    def _again(self, uid: str) -> None:
+        if self._stop is not None and not self._stop.is_set():
+            self._dirty.add(uid)
+            self._wake.set()
 
     def _res(self, row: dict[str, Any]) -> tuple[str, str]:
         g, k, _, _ = row_key(row)
@@ -546,6 +555,8 @@ class LiveModel:
                 kw = self.kinds.get((g, k))
                 if kw is not None and kw.resource.version != v:
                     return False  # a version we do not watch: read it as asked
+        if kind and api_version and not self.known(kind, api_version):
+            return False  # a kind without a definition (a `ref` with its own): the API server has it
         return True
 
     def _lookup(self, kw: KindWatch, namespace: str, name: str) -> Obj | None:
@@ -557,67 +568,30 @@ class LiveModel:
                     return o
         return None
 
-    def find(self, namespace: str, name: str, kind: str | None = None,
-             api_version: str | None = None) -> tuple[KindWatch, Obj]:
-        """The one workload of that name among the watched kinds (the rules of Workloads.find)."""
-        kinds = [kw for kw in self.kinds.values() if kw.definition is not None]
-        if api_version:
-            kinds = [kw for kw in kinds if kw.resource.api_version == api_version]
-        if kind:
-            kinds = [kw for kw in kinds if matches_token(kind, Known(kw.definition, kw.resource))]  # type: ignore[arg-type]
-        if not kinds:
-            what = f'"{kind}"' if kind else "any kind"
-            raise LookupFailed(404, "workload-not-found", f"no served kind with a definition matches {what}")
-        found = [(kw, o) for kw in kinds if (o := self._lookup(kw, namespace, name)) is not None]
-        uids = {o.uid for _, o in found}
-        top = [(kw, o) for kw, o in found if (o.controller or ("", "", "", None))[3] not in uids]
-        cands = top or found
-        if not cands:
-            raise LookupFailed(404, "workload-not-found", f'no workload named "{name}" in namespace {namespace}')
-        if len(cands) > 1:
-            listed = sorted(({"apiVersion": kw.resource.api_version, "kind": kw.resource.kind,
-                              "namespace": o.namespace, "name": o.name} for kw, o in cands),
-                            key=lambda r: (r["kind"], r["apiVersion"]))
-            raise LookupFailed(409, "ambiguous-workload",
-                               f'{len(cands)} workloads are named "{name}" in namespace {namespace}: '
-                               + ", ".join(f"{c['kind']} ({c['apiVersion']})" for c in listed)
-                               + "; give kind (and apiVersion) to pick one", listed)
-        return cands[0]
+    # The Reader's sources (the rules are cluster/reader.py's, shared with direct reads).
+    async def served(self, kind: str | None = None, api_version: str | None = None) -> list[Known]:
+        return self.known(kind, api_version)
 
-    def fetch(self, api_version: str, kind: str, namespace: str | None, name: str) -> tuple[KindWatch, Obj]:
-        """One object by exact kind (the rules of Workloads.fetch, minus authorization)."""
-        group, _, version = api_version.rpartition("/")
-        kw = self.kinds.get((group, kind))
-        if kw is None or kw.definition is None or kw.resource.version != version:
-            raise LookupFailed(404, "kind-not-served", f"{kind} ({api_version}) is not served by this cluster")
-        if kw.resource.namespaced and not namespace:
-            raise LookupFailed(422, "namespace-required", f"{kind} is namespaced: give a namespace")
+    async def get(self, res: Resource, namespace: str | None, name: str) -> Found | None:
+        kw = self.kinds.get((res.group, res.kind))
+        if kw is None or kw.definition is None or kw.resource.version != res.version:
+            return None
         o = self._lookup(kw, namespace or "", name)
         if o is None:
-            where = f" in namespace {namespace}" if kw.resource.namespaced and namespace else ""
-            raise LookupFailed(404, "workload-not-found", f'{kind} "{name}" not found{where}')
-        return kw, o
+            return None
+        return Found(kw.resource, o.uid, (o.controller or ("", "", "", None))[3], o.namespace, o.name, o)
 
-    def resolve(self, namespace: str, name: str, kind: str | None = None,
-                api_version: str | None = None) -> tuple[KindWatch, Obj]:
-        if kind and api_version:  # one exact kind (the token may be a plural)
-            known = self.known(kind, api_version)
-            return self.fetch(api_version, known[0].gvk[2] if known else kind, namespace, name)
-        return self.find(namespace, name, kind, api_version)
+    def body(self, found: Found) -> dict[str, Any]:
+        return found.item.object()  # type: ignore[no-any-return]
 
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow = allow_all, freshness: bool = True) -> bytes:
+                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
         """GET /workloads/{ns}/{name} from memory, as JSON bytes (with `freshness` unless told not to:
         a stream compares states, and the time of each answer would make every one differ)."""
-        kw, obj = self.resolve(namespace, name, kind, api_version)
-        res = kw.resource
-        ns = namespace if res.namespaced else None
-        if not await allow("get", res, ns, name):  # the words of a direct read (fetch, else find)
-            raise may_not_get(res, ns if kind and api_version else namespace)
-        d = self.definition_for(res.gvk)
-        if with_pods and not await allow("list", PODS, ns, None):
-            raise may_not_list_pods(ns)
-        body = await self.live_result(kw, obj, d, with_pods)
+        found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
+        kw = self.kinds[(found.resource.group, found.resource.kind)]
+        d = self.definition_for(found.resource.gvk)
+        body = await self.live_result(kw, found.item, d, with_pods)
         if self.cluster:
             body = b'{"cluster":' + orjson.dumps(self.cluster) + b"," + body[1:]
         return _with_freshness(body, self.freshness()) if freshness else body
@@ -639,8 +613,8 @@ class LiveModel:
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
         return definition_for(self.registry(), gvk)
 
-    async def summaries(self, namespace: str | None, kind: str | None = None,
-                        allow: Allow = allow_all) -> dict[str, Any]:
+    async def summaries(self, namespace: str | None, kind: str | None = None, *,
+                        allow: Allow) -> dict[str, Any]:
         """GET /workloads from memory (the rules of Workloads.summaries)."""
         warnings: list[str] = []
         served = [kw for kw in self.kinds.values() if kw.definition is not None

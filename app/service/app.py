@@ -29,18 +29,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from .. import __version__
-from ..cluster.access import AccessUnavailable, Unauthenticated
-from ..cluster.kube import Resource
-from ..cluster.workloads import (
-    Allow,
-    Known,
-    LookupFailed,
-    allow_all,
-    direct_freshness,
-    matches_token,
-    may_not_get,
-)
-from ..documents import DocumentError, parse_documents
+from ..cluster.reader import Known, LookupFailed, Reader, matches_token
+from ..documents import DocumentError, UnencodableValue, loads_json, parse_documents
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
@@ -51,8 +41,9 @@ from ..karta.store import DefinitionStore, summary
 from ..karta.validate import reference_text
 from ..ui import mount_ui
 from . import fleet_reads, metrics, streams
+from .auth import Authorizer
 from .cluster import Cluster, cluster_specs
-from .evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+from .evaluator import EvaluationBusy, EvaluationCrashed, EvaluationOutOfMemory, EvaluationTimeout, Evaluator
 from .inline import InlineDefinitions
 from .middleware import BodyLimits, ServiceMiddleware
 from .models import (
@@ -80,8 +71,10 @@ from .problems import (
     on_unexpected,
     on_validation,
     problem_body,
+    unencodable_problem,
 )
 from .settings import Settings, auth_mode, fleet_mode
+from .shutdown import stop_on_signal
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
@@ -98,23 +91,15 @@ def _media_type(request: Request) -> str:
 
 
 def _decode(body: bytes, media: str, what: str = "body") -> list[Any]:
-    if media in YAML_TYPES:
+    # curl's -d default (form-urlencoded) carries JSON in practice: read it as JSON.
+    as_json = media in (JSON, "application/x-www-form-urlencoded") or media.endswith("+json")
+    if media in YAML_TYPES or as_json:
         try:
-            return parse_documents(body)
+            return [loads_json(body)] if as_json else parse_documents(body)
+        except UnencodableValue as e:  # a number no JSON can carry: refused before it reaches a worker
+            raise unencodable_problem(e, what) from None
         except DocumentError as e:
             raise ProblemError(400, "malformed-body", "Malformed body", f"{what}: {e}") from None
-    # curl's -d default (form-urlencoded) carries JSON in practice: read it as JSON.
-    if media in (JSON, "application/x-www-form-urlencoded") or media.endswith("+json"):
-        try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError as e:
-            raise ProblemError(400, "malformed-body", "Malformed body", f"{what} is not valid JSON: {e}") from None
-        try:  # JSON has no aliases, so only depth can hurt: orjson writes at most 254 levels (C speed)
-            orjson.dumps(doc)
-        except orjson.JSONEncodeError:
-            raise ProblemError(400, "malformed-body", "Malformed body",
-                               f"{what}: document nesting is deeper than 254 levels") from None
-        return [doc]
     raise ProblemError(415, "unsupported-media-type", "Unsupported media type",
                        f"send application/json or application/yaml, not {media}")
 
@@ -145,7 +130,11 @@ class Service:
             raise ValueError("--auth kubernetes needs cluster access: give --kubeconfig, or run in a pod")
         self.store = DefinitionStore(settings.definitions, Cluster.source_keys(settings) if home is not None else None)
         self.cluster: Cluster | None = None
-        self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline)
+        # every read of cluster data is made with the caller's rights, asked here (auth.py)
+        self.auth = Authorizer(auth_mode(settings) == "kubernetes",
+                               lambda: self.cluster.access if self.cluster is not None else None)
+        self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
+                                   settings.eval_queue_timeout, settings.eval_worker_memory)
         self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()
@@ -197,7 +186,7 @@ class Service:
                                f"expected exactly one document, got {len(docs)}")
         return await self.interpret_doc(docs[0], request_state)
 
-    async def interpret_doc(self, doc: Any, request_state: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def interpret_doc(self, doc: Any, request_state: dict[str, Any]) -> dict[str, Any]:
         if _is_manifest(doc):
             env = InterpretRequest(object=doc)
         else:
@@ -215,26 +204,22 @@ class Service:
         if env.ref is not None:
             if env.object is not None:
                 raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
-            if request_state is None:
-                request_state = {}
             obj = await self.fetch_ref(env.ref.model_dump(), request_state)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
         if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
             raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
         d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
-        if request_state is not None:
-            request_state["definition"] = d.name
+        request_state["definition"] = d.name
         pods = env.pods
         if pods is not None and not all(isinstance(p, dict) for p in pods):
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
         result = await self.evaluate(d, obj, pods)
-        if request_state is not None:
-            request_state["phase"] = phase_of(result)
-            if "freshness" in request_state:
-                result["freshness"] = request_state.pop("freshness")
-            if "cluster" in request_state:
-                result = {"cluster": request_state.pop("cluster"), **result}
+        request_state["phase"] = phase_of(result)
+        if "freshness" in request_state:
+            result["freshness"] = request_state.pop("freshness")
+        if "cluster" in request_state:
+            result = {"cluster": request_state.pop("cluster"), **result}
         return result
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -249,6 +234,12 @@ class Service:
             metrics.INTERPRETATION_ERRORS.labels(label, "deadline").inc()
             raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
                                [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
+        except EvaluationOutOfMemory as e:
+            metrics.INTERPRETATION_ERRORS.labels(label, "memory").inc()
+            raise ProblemError(422, "evaluation-memory-exceeded", "Evaluation memory exceeded", str(e)) from None
+        except EvaluationBusy as e:  # the live model retries these later; a client is told when
+            raise ProblemError(503, "evaluation-busy", "Evaluation workers busy", str(e),
+                               headers={"Retry-After": str(e.retry_after)}) from None
         except EvaluationCrashed as e:
             metrics.INTERPRETATION_ERRORS.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
@@ -265,61 +256,16 @@ class Service:
                                "(start it with --kubeconfig, or in a cluster)")
         return self.cluster
 
-    async def authenticate(self, scope: dict[str, Any]) -> None:
-        """Middleware hook (only with --auth kubernetes): the caller, from the bearer token."""
-        cluster = self.cluster
-        if cluster is None or cluster.access is None:
-            raise ProblemError(503, "not-ready", "Not ready", "the cluster connection is starting")
-        token = None
-        for name, value in scope.get("headers") or []:
-            if name == b"authorization":
-                scheme, _, rest = value.decode("latin-1").partition(" ")
-                if scheme.lower() == "bearer" and rest.strip():
-                    token = rest.strip()
-        challenge = {"WWW-Authenticate": 'Bearer realm="workload-map"'}
-        if token is None:
-            raise ProblemError(401, "unauthenticated", "Unauthorized",
-                               "a bearer token is required (Authorization: Bearer <token>)", headers=challenge)
-        try:
-            scope["state"]["caller"] = await cluster.access.authenticate(token)
-        except Unauthenticated as e:
-            raise ProblemError(401, "unauthenticated", "Unauthorized", str(e), headers=challenge) from None
-        except AccessUnavailable as e:
-            raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
-
-    def allow_for(self, state: dict[str, Any] | None, member: Member | None = None) -> Allow:
-        """The caller's rights, asked of the cluster that holds what is read (SubjectAccessReview
-        there, for the user and groups the home cluster's TokenReview named)."""
-        cluster = self.cluster
-        caller = (state or {}).get("caller")
-        if cluster is None or cluster.access is None or caller is None:
-            return allow_all
-        member = member or cluster.home
-        access = member.access if member is not None else None
-        if access is None:
-            async def refuse(verb: str, res: Resource, namespace: str | None, name: str | None) -> bool:
-                raise ProblemError(503, "cluster-unavailable", "Service unavailable",
-                                   f"cluster {member.name if member else '?'} is connecting; access cannot be checked")
-
-            return refuse
-
-        async def allow(verb: str, res: Resource, namespace: str | None, name: str | None) -> bool:
-            try:
-                return await access.allowed(caller, verb, res, namespace, name)
-            except AccessUnavailable as e:
-                raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
-
-        return allow
-
-    def model(self, kind: str | None, api_version: str | None, namespace: str | None,
-              member: Member | None = None) -> Any:
-        """The cluster's live model, when it can answer this read from memory (else None: read directly)."""
-        cluster = self.cluster
-        member = member or (cluster.home if cluster is not None else None)
-        model = member.model if member is not None else None
-        if model is None or not self.store.ready() or not model.answers(kind, api_version, namespace):
-            return None
-        return model
+    def reader(self, member: Member, kind: str | None = None, api_version: str | None = None,
+               namespace: str | None = None) -> Reader:
+        """Where a read of `member` is answered from: its live model when it can answer this read
+        from memory, else the API server (while it answers).  The one place this is decided."""
+        model = member.model
+        if model is not None and self.store.ready() and model.answers(kind, api_version, namespace):
+            return model
+        if member.workloads is not None and member.available:
+            return member.workloads
+        raise fleet_reads.unavailable(member) if not member.available else fleet_reads.not_synced(member)
 
     # -- the fleet -------------------------------------------------------------------------
     def member(self, name: str | None, what: str = "live workloads") -> Member:
@@ -340,20 +286,6 @@ class Service:
             raise fleet_reads.unavailable(m)
         return m
 
-    async def authorize_fleet(self, state: dict[str, Any]) -> None:
-        """/clusters shows every cluster's server and counts: with --auth kubernetes the caller needs
-        `get` on the non-resource URL /clusters in the service's own cluster."""
-        caller = state.get("caller")
-        access = self.cluster.access if self.cluster is not None else None
-        if caller is None or access is None:
-            return
-        try:
-            ok = await access.allowed_path(caller, "get", "/clusters")
-        except AccessUnavailable as e:
-            raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
-        if not ok:
-            raise ProblemError(403, "forbidden", "Forbidden", "not allowed to get /clusters")
-
     def members(self, names: str | None) -> list[Member]:
         """?cluster=a,b (every cluster without it); a cluster named that is down is a 503."""
         cluster = self.need_cluster("live workloads")
@@ -363,53 +295,34 @@ class Service:
 
     async def describe(self, member: Member, namespace: str, name: str, kind: str | None, api_version: str | None,
                        pods: bool, state: dict[str, Any]) -> Response:
-        allow = self.allow_for(state, member)
+        allow = self.auth.rights(state, member)
         try:
-            model = self.model(kind, api_version, namespace, member)
-            if model is not None:
-                return Response(await model.describe(namespace, name, kind, api_version, with_pods=pods, allow=allow),
-                                media_type=JSON)
-            if member.workloads is None or not member.available:
-                raise fleet_reads.unavailable(member)
-            result = await member.workloads.describe(namespace, name, kind, api_version, with_pods=pods, allow=allow)
+            body = await self.reader(member, kind, api_version, namespace).describe(
+                namespace, name, kind, api_version, with_pods=pods, allow=allow)
         except LookupFailed as e:
             raise self.explained(e, namespace, name, kind) from None
-        state["definition"], state["phase"] = result["definition"]["name"], phase_of(result)
-        return _dumps(fleet_reads.with_cluster(result, member) if self.fleet_mode else result)
+        return Response(body, media_type=JSON)
 
-    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any] | None) -> dict[str, Any]:
+    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any]) -> dict[str, Any]:
         self.need_cluster("object references")
+        namespace = ref.get("namespace")
         if ref.get("cluster") is None and self.fleet_mode:  # the one cluster that has it
-            member = await fleet_reads.find_in_fleet(self.members(None), ref.get("namespace") or "", ref["name"],
+            member = await fleet_reads.find_in_fleet(self.members(None), namespace or "", ref["name"],
                                                      ref["kind"], ref["apiVersion"],
-                                                     lambda m: self.allow_for(request_state, m),
-                                                     lambda m: self.model(ref["kind"], ref["apiVersion"],
-                                                                          ref.get("namespace"), m))
+                                                     lambda m: self.auth.rights(request_state, m),
+                                                     lambda m: self.reader(m, ref["kind"], ref["apiVersion"],
+                                                                           namespace))
         else:
             member = self.member(ref.get("cluster"), "object references")
-        allow = self.allow_for(request_state, member)
+        allow = self.auth.rights(request_state, member)
         try:
-            model = self.model(ref["kind"], ref["apiVersion"], ref.get("namespace"), member)
-            if model is not None:
-                kw, rec = model.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"])
-                ns = ref.get("namespace") if kw.resource.namespaced else None
-                if not await allow("get", kw.resource, ns, ref["name"]):
-                    raise may_not_get(kw.resource, ns)
-                if request_state is not None:
-                    request_state["freshness"] = model.freshness()
-                    if self.fleet_mode:
-                        request_state["cluster"] = member.name
-                return rec.object()
-            if member.workloads is None:
-                raise fleet_reads.unavailable(member)
-            _, obj = await member.workloads.fetch(ref["apiVersion"], ref["kind"], ref.get("namespace"), ref["name"],
-                                                  allow)
+            obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace).object(
+                ref["apiVersion"], ref["kind"], namespace, ref["name"], allow=allow)
         except LookupFailed as e:
-            raise self.explained(e, ref.get("namespace") or "", ref["name"], ref["kind"]) from None
-        if request_state is not None:
-            request_state["freshness"] = direct_freshness(obj)
-            if self.fleet_mode:
-                request_state["cluster"] = member.name
+            raise self.explained(e, namespace or "", ref["name"], ref["kind"]) from None
+        request_state["freshness"] = freshness
+        if self.fleet_mode:
+            request_state["cluster"] = member.name
         return obj
 
     def explained(self, e: LookupFailed, namespace: str, name: str, kind: str | None) -> ProblemError:
@@ -489,6 +402,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # pays their ~40 MB each); a service given definition folders starts them at once.
         await service.evaluator.start(eager=bool(settings.definitions) or settings.isolation == "all")
         watcher = asyncio.create_task(service.store.watch(service.stop)) if service.store.folders else None
+        restore_signals = stop_on_signal(service.stop)  # SIGTERM: streams end at once, not at the timeout
+        service.background.append(asyncio.create_task(streams.end_on(service.stop)))
         if service.cluster_wanted:
             service.cluster = await Cluster.connect(service.store, settings, service.evaluate)
             service.cluster.start(service.stop)
@@ -504,6 +419,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            restore_signals()
             service.ready = False
             service.stop.set()
             for t in service.background:
@@ -525,7 +441,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(Exception, on_unexpected)
     app.add_middleware(ServiceMiddleware, max_body=settings.max_body_bytes, fast_interpret=service.interpret_body,
-                       authenticate=service.authenticate if auth_mode(settings) == "kubernetes" else None)
+                       authenticate=service.auth.authenticate if service.auth.enabled else None)
     _STATE.store, _STATE.service = service.store, service
 
     interpret_body = {
@@ -548,9 +464,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
               summary="Interpret many workloads; one bad item never fails the others")
     async def batch_endpoint(req: BatchRequest, request: Request) -> Response:
+        state = request.scope["state"]
+
         async def one(item: InterpretRequest) -> dict[str, Any]:
-            try:
-                return await service.interpret_doc(item.model_dump(exclude_none=True))
+            try:  # each item reads with the caller's rights, in a state of its own
+                return await service.interpret_doc(item.model_dump(exclude_none=True), service.auth.substate(state))
             except ProblemError as e:
                 return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
 
@@ -636,14 +554,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # no cluster named: the one cluster that holds it (the service's own is no default here,
             # so one name means one workload across the fleet, or a 409 naming the clusters)
             member = await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, apiVersion,
-                                                     lambda m: service.allow_for(state, m),
-                                                     lambda m: service.model(kind, apiVersion, namespace, m))
+                                                     lambda m: service.auth.rights(state, m),
+                                                     lambda m: service.reader(m, kind, apiVersion, namespace))
         else:
             member = service.member(cluster)
         if watch:
             try:
                 return await streams.workload_stream(request, streams.need_model(member.model), namespace, name,
-                                                     kind, apiVersion, pods, service.allow_for(state, member))
+                                                     kind, apiVersion, pods, service.auth.rights(state, member))
             except LookupFailed as e:
                 raise service.explained(e, namespace, name, kind) from None
         return await service.describe(member, namespace, name, kind, apiVersion, pods, state)
@@ -678,18 +596,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         state = request.scope["state"]
         if not service.fleet_mode and cluster is None:
             member = service.member(None)
-            allow = service.allow_for(state, member)
+            allow = service.auth.rights(state, member)
             try:
                 if watch:
                     return await streams.list_stream(request, streams.need_model(member.model), namespace or None,
                                                      kind, allow)
-                model = service.model(kind, None, namespace or None, member)
-                if model is not None:
-                    result = await model.summaries(namespace or None, kind, allow=allow)
-                else:
-                    if member.workloads is None:
-                        raise fleet_reads.unavailable(member)
-                    result = await member.workloads.summaries(namespace or None, kind, allow=allow)
+                result = await service.reader(member, kind, None, namespace or None).summaries(
+                    namespace or None, kind, allow=allow)
             except LookupFailed as e:
                 raise lookup_problem(e) from None
         else:
@@ -698,10 +611,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 return await streams.fleet_list_stream(request, service.need_cluster("live workloads").fleet,
                                                        [m.name for m in members] if cluster else None,
                                                        namespace or None, kind,
-                                                       lambda m: service.allow_for(state, m))
+                                                       lambda m: service.auth.rights(state, m),
+                                                       service.auth.enabled)
             result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
-                                                       lambda m: service.allow_for(state, m),
-                                                       lambda m: service.model(kind, None, namespace or None, m))
+                                                       lambda m: service.auth.rights(state, m),
+                                                       lambda m: service.reader(m, kind, None, namespace or None))
         state["items"] = len(result["items"])
         return _dumps(result)
 
@@ -728,7 +642,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """`watch=true`: the clusters as ADDED events, then an event each time one changes (it goes
         down or comes back, syncs, its counts change), as the workload streams frame them."""
         fleet = service.need_cluster("clusters").fleet
-        await service.authorize_fleet(request.scope["state"])
+        await service.auth.require_path(request.scope["state"], "/clusters")
         if watch:
             return await streams.cluster_stream(request, fleet)
         return _dumps({"items": fleet.items()})
@@ -737,7 +651,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
              responses=PROBLEMS, summary="One cluster")
     async def get_cluster(cluster: str, request: Request) -> Response:
         fleet = service.need_cluster("clusters").fleet
-        await service.authorize_fleet(request.scope["state"])
+        await service.auth.require_path(request.scope["state"], "/clusters")
         item = next((i for i in fleet.items() if i["name"] == cluster), None)
         if item is None:
             raise ProblemError(404, "cluster-not-found", "Cluster not found",
@@ -746,8 +660,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/model", operation_id="getModel", tags=["workloads"], response_model=ModelStatus,
              responses=PROBLEMS, summary="The live model: sync state, watched kinds, objects held, freshness")
-    async def model_status(cluster: str | None = None) -> Response:
-        """The model of the service's own cluster, or of `cluster`."""
+    async def model_status(request: Request, cluster: str | None = None) -> Response:
+        """The model of the service's own cluster, or of `cluster`.  With `--auth kubernetes` the
+        caller needs `get` on the non-resource URL `/model` (it names every watched kind, namespace
+        and count)."""
+        await service.auth.require_path(request.scope["state"], "/model")
         member = None
         if service.cluster is not None:
             member = service.cluster.fleet.get(cluster) if cluster else service.cluster.home
@@ -766,18 +683,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def workload_metrics(request: Request) -> Response:
         """Per-workload series from the live model (kube-state-metrics style).  With `--auth
         kubernetes` the caller needs `get` on the non-resource URL `/metrics/workloads`."""
-        cluster = service.need_cluster("workload metrics")
+        service.need_cluster("workload metrics")
+        await service.auth.require_path(request.scope["state"], "/metrics/workloads")
         if not settings.cache:
             raise ProblemError(400, "metrics-need-the-model", "Workload metrics need the live model",
                                "this service reads the API server directly (--cache false)")
-        caller = request.scope["state"].get("caller")
-        if caller is not None and cluster.access is not None:
-            try:
-                ok = await cluster.access.allowed_path(caller, "get", "/metrics/workloads")
-            except AccessUnavailable as e:
-                raise ProblemError(503, "cluster-unavailable", "Service unavailable", str(e)) from None
-            if not ok:
-                raise ProblemError(403, "forbidden", "Forbidden", "not allowed to get /metrics/workloads")
         return Response(service.metrics_renderer().render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", operation_id="healthz", response_model=Health, tags=["health"])

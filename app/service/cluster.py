@@ -70,10 +70,11 @@ class Cluster:
                                                 selector=settings.configmap_selector))
         auth = auth_mode(settings) == "kubernetes"
         # Tokens are reviewed by the home cluster; each read is authorized by its own cluster.
-        self.access = Access(kube) if auth and kube is not None else None
+        self.access = Access(kube, audiences=settings.token_audiences) if auth and kube is not None else None
         self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,
                            namespaces=settings.watch_namespaces, auth=auth, labelled=fleet_mode(settings),
-                           probe_interval=settings.cluster_probe_interval)
+                           probe_interval=settings.cluster_probe_interval,
+                           secret_allow_insecure=settings.cluster_secret_allow_insecure)
         if home is not None and kube is not None:
             self.fleet.add(home, kube, home=True)
         for spec in others:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import multiprocessing as mp
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,9 +24,10 @@ from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
-from .metrics import WORKER_RESTARTS, WORKER_RETRIES
-from .worker import worker_main
+from .metrics import WORKER_QUEUE_TIMEOUTS, WORKER_RESTARTS, WORKER_RETRIES
+from .worker import READY, worker_main
 
+log = logging.getLogger("wlmap.evaluator")
 _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event loop
 
 
@@ -40,6 +43,23 @@ class EvaluationCrashed(Exception):
     pass
 
 
+class EvaluationOutOfMemory(EvaluationCrashed):
+    """The worker reached its address-space limit (--eval-worker-memory) during the evaluation."""
+
+
+class EvaluationBusy(Exception):
+    """No worker became free within the queue timeout: every one is busy (try again shortly)."""
+
+    retry_after = 1  # seconds: a worker is free again within the evaluation deadline
+
+    def __init__(self, waited: float):
+        self.waited = waited
+        super().__init__(f"every evaluation worker stayed busy for {waited:g} s; try again shortly")
+
+
+STARTUP_TIMEOUT = 60.0  # seconds a request waits while no worker exists yet (the first ones are being spawned)
+
+
 @dataclass
 class _Worker:
     process: Any
@@ -48,13 +68,23 @@ class _Worker:
     known: set[str] = field(default_factory=set)
 
     @classmethod
-    def start(cls) -> _Worker:
+    def start(cls, memory_mib: int = 0) -> _Worker:
         parent, child = _ctx.Pipe(duplex=True)
         progress = _ctx.Array("i", [-1, -1], lock=False)
-        p = _ctx.Process(target=worker_main, args=(child, progress), daemon=True, name="wlmap-eval")
+        p = _ctx.Process(target=worker_main, args=(child, progress, memory_mib), daemon=True, name="wlmap-eval")
         p.start()
         child.close()
-        return cls(p, parent, progress)
+        # Serve only once it has imported the engine (a second or more on a busy machine): that
+        # time must not count against the first evaluation's deadline.
+        w = cls(p, parent, progress)
+        try:
+            ready = parent.poll(STARTUP_TIMEOUT) and parent.recv_bytes() == READY
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            w.kill()
+            raise RuntimeError("an evaluation worker did not start")
+        return w
 
     def kill(self) -> None:
         with contextlib.suppress(Exception):
@@ -65,77 +95,162 @@ class _Worker:
             self.process.join(timeout=1)
 
 
+@dataclass
+class _Request:
+    """One evaluation, encoded before it takes a worker: a value orjson cannot write never
+    costs a worker, and the encoded object and pods are reused if the worker needs the definition."""
+
+    head: bytes  # the message without the definition's document
+    full: bytes  # the message with it (for a worker that has not seen this definition)
+
+    @classmethod
+    def encode(cls, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> _Request:
+        try:
+            body = {"obj": orjson.Fragment(orjson.dumps(obj)), "pods": orjson.Fragment(orjson.dumps(pods))}
+            spec: dict[str, Any] = {"digest": d.digest, "source": d.source, "origin": d.origin}
+            head = orjson.dumps({"op": "interpret", "def": spec, **body})
+            full = orjson.dumps({"op": "interpret", "def": {**spec, "raw": d.raw}, **body})
+        except orjson.JSONEncodeError as e:
+            raise InterpretationError("the input cannot be encoded as JSON", [{"path": "", "message": str(e)}]) \
+                from None
+        return cls(head, full)
+
+
 class Pool:
-    def __init__(self, size: int, deadline: float):
+    def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0):
         self.size, self.deadline = max(1, size), deadline
+        self.queue_timeout = queue_timeout  # None: wait for a worker as long as it takes (the CLI)
+        self.memory_mib = memory_mib  # each worker's address-space limit; 0: none
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._all: list[_Worker] = []
+        self._replacing: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def _start_worker(self) -> _Worker:
+        return _Worker.start(self.memory_mib)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        for started in asyncio.as_completed([loop.run_in_executor(None, _Worker.start) for _ in range(self.size)]):
-            w = await started  # each worker serves as soon as it is up
-            self._all.append(w)
-            self._idle.put_nowait(w)
+        for started in asyncio.as_completed([loop.run_in_executor(None, self._start_worker) for _ in range(self.size)]):
+            self._add(await started)  # each worker serves as soon as it is up
+
+    def _add(self, w: _Worker) -> None:
+        if self._closed:  # started while the service stopped
+            w.kill()
+            return
+        self._all.append(w)
+        self._idle.put_nowait(w)
 
     async def close(self) -> None:
+        self._closed = True
+        # replacements being spawned finish first (about a second), so none outlives the pool
+        if self._replacing:
+            await asyncio.wait(self._replacing, timeout=10)
         for w in self._all:
             w.kill()
         self._all.clear()
 
-    async def _replace(self, dead: _Worker) -> None:
-        dead.kill()
+    def _replace_soon(self, dead: _Worker) -> None:
         if dead in self._all:
             self._all.remove(dead)
+        task = asyncio.get_running_loop().create_task(self._replace(dead))
+        self._replacing.add(task)  # keep a reference until it is done (the loop holds tasks weakly)
+        task.add_done_callback(self._replacing.discard)
+
+    async def _replace(self, dead: _Worker) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, dead.kill)
         WORKER_RESTARTS.inc()
-        w = await asyncio.get_running_loop().run_in_executor(None, _Worker.start)
-        self._all.append(w)
-        self._idle.put_nowait(w)
+        while not self._closed:
+            try:
+                self._add(await loop.run_in_executor(None, self._start_worker))
+                return
+            except Exception:  # out of processes or memory: keep trying, the pool must not shrink
+                log.exception("cannot start an evaluation worker; retrying")
+                await asyncio.sleep(1.0)
+
+    async def _acquire(self) -> _Worker:
+        """An idle worker, or EvaluationBusy once the queue timeout has passed (never a hang)."""
+        timeout = self.queue_timeout
+        if timeout is not None and not self._all:  # none is up: the first ones (or replacements) are starting
+            timeout = max(timeout, STARTUP_TIMEOUT)
+        try:
+            # Queue.get is cancel-safe: a timeout never loses a worker that was being handed over.
+            async with asyncio.timeout(timeout):
+                return await self._idle.get()
+        except TimeoutError:
+            WORKER_QUEUE_TIMEOUTS.inc()
+            raise EvaluationBusy(timeout or 0) from None
 
     async def interpret(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         """A worker that dies mid-request (killed by the OOM killer or an operator) costs the
         caller nothing: the request runs once more on another worker.  A definition that kills
         workers every time fails after that second try."""
+        request = _Request.encode(d, obj, pods)
         try:
-            return await self._interpret_once(d, obj, pods)
+            return await self._interpret_once(d, request)
         except EvaluationCrashed:
             WORKER_RETRIES.inc()
-            return await self._interpret_once(d, obj, pods)
+            return await self._interpret_once(d, request)
 
-    async def _interpret_once(self, d: Definition, obj: dict[str, Any],
-                              pods: list[dict[str, Any]] | None) -> dict[str, Any]:
-        w = await self._idle.get()
+    async def _interpret_once(self, d: Definition, request: _Request) -> dict[str, Any]:
+        w = await self._acquire()
+        # The worker goes back to the idle queue only after a complete exchange (its reply read,
+        # the process alive); every other exit - deadline, crash, cancellation with a reply
+        # still unread in the pipe, any exception - replaces it.  Nothing else returns workers.
+        reusable = False
         started = time.monotonic()
         try:
-            reply = await self._call(w, d, obj, pods, include_raw=d.digest not in w.known, started=started)
+            reply = await self._call(w, request.full if d.digest not in w.known else request.head, started)
             if reply.get("need") == "definition":
-                reply = await self._call(w, d, obj, pods, include_raw=True, started=started)
+                reply = await self._call(w, request.full, started)
             w.known.add(d.digest)
-        except asyncio.TimeoutError:
-            stage, index = w.progress[0], w.progress[1]
-            asyncio.get_running_loop().create_task(self._replace(w))
-            texts = expression_texts(d)
-            expr = None
-            if stage in (0, 1):
-                batch = texts[stage]
-                expr = batch[index] if 0 <= index < len(batch) else None
-            path = next((x.json_path for x in iter_expressions(d.karta) if x.text == expr), "") if expr else ""
-            raise EvaluationTimeout(d.name, self.deadline, expr, "pod" if stage == 1 else "workload", path) from None
+            reusable = not reply.get("exhausted")
+        except TimeoutError:
+            raise self._timeout(w, d) from None
         except (EOFError, OSError, ConnectionError) as e:
-            asyncio.get_running_loop().create_task(self._replace(w))
-            raise EvaluationCrashed(f"the evaluation worker stopped unexpectedly ({e.__class__.__name__})") from None
-        self._idle.put_nowait(w)
+            raise await self._crash(w, e) from None
+        finally:
+            if reusable:
+                self._idle.put_nowait(w)
+            else:
+                self._replace_soon(w)
         if "ok" in reply:
-            return reply["ok"]
+            return reply["ok"]  # type: ignore[no-any-return]
         err = reply.get("error") or {}
+        if reply.get("exhausted"):
+            raise self._out_of_memory()
         raise InterpretationError(err.get("title", "evaluation failed"), err.get("errors") or [])
 
-    async def _call(self, w: _Worker, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None,
-                    include_raw: bool, started: float) -> dict[str, Any]:
-        spec: dict[str, Any] = {"digest": d.digest, "source": d.source, "origin": d.origin}
-        if include_raw:
-            spec["raw"] = d.raw
-        w.conn.send_bytes(orjson.dumps({"op": "interpret", "def": spec, "obj": obj, "pods": pods}))
+    def _timeout(self, w: _Worker, d: Definition) -> EvaluationTimeout:
+        stage, index = w.progress[0], w.progress[1]
+        texts = expression_texts(d)
+        expr = None
+        if stage in (0, 1):
+            batch = texts[stage]
+            expr = batch[index] if 0 <= index < len(batch) else None
+        path = next((x.json_path for x in iter_expressions(d.karta) if x.text == expr), "") if expr else ""
+        return EvaluationTimeout(d.name, self.deadline, expr, "pod" if stage == 1 else "workload", path)
+
+    async def _crash(self, w: _Worker, e: BaseException) -> EvaluationCrashed:
+        """What the caller is told of a worker that died: libjq aborts when an allocation fails,
+        so with a memory limit a SIGABRT is the limit reached."""
+        await asyncio.get_running_loop().run_in_executor(None, w.process.join, 1.0)
+        code = w.process.exitcode
+        if self.memory_mib and code == -signal.SIGABRT:
+            return self._out_of_memory()
+        how = e.__class__.__name__
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                how = f"signal {signal.Signals(-code).name}"
+        return EvaluationCrashed(f"the evaluation worker stopped unexpectedly ({how})")
+
+    def _out_of_memory(self) -> EvaluationOutOfMemory:
+        return EvaluationOutOfMemory(f"the evaluation ran out of memory: an evaluation worker may use at most "
+                                     f"{self.memory_mib} MiB (--eval-worker-memory)")
+
+    async def _call(self, w: _Worker, message: bytes, started: float) -> dict[str, Any]:
+        w.conn.send_bytes(message)
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
         fd = w.conn.fileno()
@@ -145,13 +260,14 @@ class Pool:
             await asyncio.wait_for(ready, timeout=max(0.001, remaining))
         finally:
             loop.remove_reader(fd)
-        return orjson.loads(w.conn.recv_bytes())
+        return orjson.loads(w.conn.recv_bytes())  # type: ignore[no-any-return]
 
 
 class Evaluator:
-    def __init__(self, isolation: str, pool_size: int, deadline: float):
+    def __init__(self, isolation: str, pool_size: int, deadline: float, queue_timeout: float | None = None,
+                 memory_mib: int = 0):
         self.isolation = isolation
-        self.pool = Pool(pool_size, deadline) if isolation != "none" else None
+        self.pool = Pool(pool_size, deadline, queue_timeout, memory_mib) if isolation != "none" else None
 
     async def start(self, eager: bool = True) -> None:
         """Start the workers in the background: built-in definitions are served at once, and

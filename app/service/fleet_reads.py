@@ -12,17 +12,17 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ..cluster.workloads import Allow, LookupFailed, sort_rows
+from ..cluster.reader import Allow, LookupFailed, Reader
+from ..cluster.workloads import sort_rows
 from ..fleet.member import Member
-from ..model.live import LiveModel
 from .problems import ProblemError
 
 READ_BOUND = 5.0  # seconds one cluster may take for its part of an aggregate read
 
 AllowFor = Callable[[Member], Allow]
-# The cluster's live model when it can answer this read from memory, else None (read directly):
-# the service's one decision for every read (Service.model).
-ModelFor = Callable[[Member], "LiveModel | None"]
+# Where a read of the cluster is answered from (its live model, else the API server; a
+# ProblemError when neither can): the service's one decision for every read (Service.reader).
+ReaderFor = Callable[[Member], Reader]
 
 
 def unavailable(member: Member) -> ProblemError:
@@ -43,14 +43,9 @@ def _labelled(rows: list[dict[str, Any]], member: Member) -> list[dict[str, Any]
 
 
 async def member_summaries(member: Member, namespace: str | None, kind: str | None, allow: Allow,
-                           model: LiveModel | None) -> dict[str, Any]:
+                           reader_for: ReaderFor) -> dict[str, Any]:
     """One cluster's part of GET /workloads (raises ProblemError when it has nothing to give)."""
-    if model is not None:
-        out = await model.summaries(namespace, kind, allow=allow)
-    elif member.available and member.workloads is not None:
-        out = await member.workloads.summaries(namespace, kind, allow=allow)
-    else:
-        raise unavailable(member) if not member.available else not_synced(member)
+    out = await reader_for(member).summaries(namespace, kind, allow=allow)
     rows = _labelled(out["items"], member)
     if not member.available:
         rows = [dict(r, unavailable=True) for r in rows]
@@ -58,10 +53,10 @@ async def member_summaries(member: Member, namespace: str | None, kind: str | No
 
 
 async def fleet_summaries(members: list[Member], namespace: str | None, kind: str | None, allow_for: AllowFor,
-                          model_for: ModelFor) -> dict[str, Any]:
+                          reader_for: ReaderFor) -> dict[str, Any]:
     async def one(m: Member) -> dict[str, Any] | Exception:
         try:
-            return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), model_for(m)),
+            return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), reader_for),
                                           READ_BOUND)
         except asyncio.TimeoutError:
             return ProblemError(503, "cluster-slow", "Cluster too slow",
@@ -99,34 +94,27 @@ async def fleet_summaries(members: list[Member], namespace: str | None, kind: st
 
 
 async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: str | None,
-                        api_version: str | None, allow_for: AllowFor,
-                        model_for: ModelFor) -> Member:
+                        api_version: str | None, allow_for: AllowFor, reader_for: ReaderFor) -> Member:
     """The one cluster holding the workload the caller may see (409 naming the candidates, each
-    with its cluster, when several do)."""
+    with its cluster, when several do).  Each cluster is searched with the caller's rights there
+    (the reader's rules), so a cluster where they may not look is never a candidate."""
     down: list[Member] = []
-
-    def ref(m: Member, api: str, k: str) -> dict[str, Any]:
-        return {"cluster": m.name, "apiVersion": api, "kind": k, "namespace": namespace, "name": name}
+    refused: list[LookupFailed] = []
 
     async def holds(m: Member) -> dict[str, Any] | None:
-        model = model_for(m)
-        if model is not None:
-            try:
-                kw, obj = model.resolve(namespace, name, kind, api_version)
-            except LookupFailed as e:  # ambiguous there: that cluster answers (with its 409)
-                return ref(m, api_version or "", kind or "") if e.status == 409 else None
-            res = kw.resource
-            if not await allow_for(m)("get", res, namespace if res.namespaced else None, name):
-                return None
-            return ref(m, res.api_version, res.kind)
-        if not m.available or m.workloads is None:
-            down.append(m)
-            return None
         try:
-            _, obj = await m.workloads.find(namespace, name, kind, api_version, allow_for(m))
-        except LookupFailed as e:
-            return ref(m, api_version or "", kind or "") if e.status not in (404, 403) else None
-        return ref(m, str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+            found = await reader_for(m).locate(namespace, name, kind, api_version, allow=allow_for(m))
+        except LookupFailed as e:  # ambiguous there: that cluster answers (with its 409)
+            if e.status == 409:
+                return {"cluster": m.name, "apiVersion": api_version or "", "kind": kind or "",
+                        "namespace": namespace, "name": name}
+            if e.status == 403:
+                refused.append(e)
+            elif e.status != 404:
+                down.append(m)
+            return None
+        return {"cluster": m.name, "apiVersion": found.resource.api_version, "kind": found.resource.kind,
+                "namespace": namespace, "name": name}
 
     async def bounded(m: Member) -> dict[str, Any] | None:
         try:
@@ -144,11 +132,9 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
                            + ", ".join(m.name for m, _ in found) + "; name the cluster (?cluster= or "
                                                                    "/clusters/{cluster}/workloads/...)",
                            extra={"candidates": [c for _, c in found]})
+    if refused and len(refused) == len(members):  # nowhere to look: as a single cluster says it
+        raise ProblemError(403, "forbidden", "Forbidden", refused[0].message
+                           + (" (in every cluster)" if len(members) > 1 else ""))
     note = ("; clusters " + ", ".join(sorted(m.name for m in down)) + " could not be searched") if down else ""
     raise ProblemError(404, "workload-not-found", "Workload not found",
                        f'no workload named "{name}" in namespace {namespace} in any cluster{note}')
-
-
-def with_cluster(result: dict[str, Any], member: Member) -> dict[str, Any]:
-    """A direct read's interpretation, naming its cluster first (the model's already does)."""
-    return {"cluster": member.name, **result}

@@ -23,3 +23,6 @@ WORKER_RESTARTS = Counter("wlmap_evaluation_worker_restarts_total", "Evaluation 
 DEFINITIONS = Gauge("wlmap_definitions", "Definitions known, by state", ["state"], registry=REGISTRY)
 WORKER_RETRIES = Counter("wlmap_evaluation_retries_total", "Evaluations run again after their worker died",
                          registry=REGISTRY)
+WORKER_QUEUE_TIMEOUTS = Counter("wlmap_evaluation_queue_timeouts_total",
+                                "Evaluations refused (503) because no worker became free within --eval-queue-timeout",
+                                registry=REGISTRY)

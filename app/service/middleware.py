@@ -1,5 +1,6 @@
 """ASGI middleware: request body limit (413 problem), and one JSON log line + latency metric
-per request (route template, status, duration, definition, phase)."""
+per request (route template, status, duration, definition, phase); with --auth kubernetes, one
+audit line (`wlmap.audit`) per request that read cluster data: who, what, where, the decision."""
 
 from __future__ import annotations
 
@@ -12,9 +13,20 @@ from typing import Any
 import orjson
 
 from ..problem import problem_body
+from .auth import audit_fields
 from .metrics import REQUESTS
 
 access_log = logging.getLogger("wlmap.access")
+audit_log = logging.getLogger("wlmap.audit")
+
+
+def _audit(scope: dict[str, Any], status: int) -> None:
+    fields = audit_fields(scope.get("state") or {}, status)
+    if fields is not None:
+        route = scope.get("route")
+        audit_log.info("audit", extra={"fields": {"route": getattr(route, "path", None) or "unmatched",
+                                                  "method": scope.get("method"), "path": scope.get("path"),
+                                                  "status": status, **fields}})
 
 
 class JsonFormatter(logging.Formatter):
@@ -49,6 +61,24 @@ DRAIN_SECONDS = 5.0
 
 # Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none).
 PUBLIC = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
+
+
+def _unencodable_json(scope: dict[str, Any], body: bytes) -> Any:
+    """FastAPI reads JSON bodies with Python's parser, which takes NaN, Infinity and integers of
+    any size: such a body is refused here (422 naming where), as /interpret refuses it."""
+    if not body:
+        return None
+    media = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), b"application/json")
+    if b"json" not in media:
+        return None
+    from ..documents import UnencodableValue, refuse_unencodable_json
+    from .problems import unencodable_problem
+
+    try:
+        refuse_unencodable_json(body)
+    except UnencodableValue as e:
+        return unencodable_problem(e)
+    return None
 
 
 def _public(path: str) -> bool:
@@ -154,6 +184,7 @@ class ServiceMiddleware:
         async def tracking_send(msg: dict[str, Any]) -> None:
             if msg["type"] == "http.response.start":
                 info["status"] = msg["status"]
+                _audit(scope, msg["status"])  # at the answer, so a stream is audited when it opens
             await send(msg)
 
         try:
@@ -168,6 +199,8 @@ class ServiceMiddleware:
             if self.fast_interpret is not None and scope["path"] == "/interpret" and scope["method"] == "POST":
                 scope["route"] = _FAST_ROUTE
                 await self._fast(scope, body, tracking_send)
+            elif (refused := _unencodable_json(scope, body)) is not None:
+                await self._problem(tracking_send, refused, scope.get("path"))
             else:
                 await self.app(scope, replay, tracking_send)
         finally:
@@ -184,8 +217,8 @@ class ServiceMiddleware:
         try:
             body = orjson.dumps(await self.fast_interpret(raw, media, scope["state"]))
         except ProblemError as e:
-            status, ctype = e.status, b"application/problem+json"
-            body = orjson.dumps(e.body(scope.get("path")))
+            await self._problem(send, e, scope.get("path"))  # with its headers (Retry-After)
+            return
         except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
             logging.getLogger("wlmap.http").error("unhandled error on /interpret: %s: %s", type(e).__name__, e)
             status, ctype = 500, b"application/problem+json"

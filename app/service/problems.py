@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from ..cluster.workloads import LookupFailed
+from ..documents import UnencodableValue
 from ..problem import problem_body
 
 PROBLEM_JSON = "application/problem+json"
@@ -71,6 +72,12 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     logging.getLogger("wlmap.http").error("unhandled error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
     return problem_response(500, "internal-error", "Internal error", "the server failed to process the request",
                             request.url.path)
+
+
+def unencodable_problem(e: UnencodableValue, what: str = "body") -> ProblemError:
+    """A number no JSON the service writes can carry: refused before anything evaluates it."""
+    return ProblemError(422, "unencodable-number", "Number out of range", f"{what}: {e}",
+                        [{"path": e.path, "message": str(e)}])
 
 
 _LOOKUP_TITLES = {403: "Forbidden", 404: "Not found", 409: "Ambiguous workload", 422: "Invalid request",

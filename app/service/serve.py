@@ -18,6 +18,7 @@ from .settings import (
     event_loop,
     settings_from_args,
 )
+from .tls import check_pair, reloading_context
 
 
 def app_from_env() -> FastAPI:
@@ -44,10 +45,23 @@ def serve(args: argparse.Namespace) -> int:
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if settings.token_audiences and auth_mode(settings) != "kubernetes":
+        print("error: --token-audience needs --auth kubernetes (no token is reviewed otherwise)", file=sys.stderr)
+        return 2
+    if bool(settings.tls_cert_file) != bool(settings.tls_key_file):
+        print("error: --tls-cert-file and --tls-key-file go together", file=sys.stderr)
+        return 2
+    if settings.tls_cert_file and settings.tls_key_file and (bad := check_pair(settings.tls_cert_file,
+                                                                                settings.tls_key_file)):
+        print(f"error: {bad}", file=sys.stderr)
+        return 2
     os.environ.update(settings.to_env())
     setup_logging(settings.log_level.upper())
+    tls = {"ssl_certfile": settings.tls_cert_file, "ssl_keyfile": settings.tls_key_file,
+           "ssl_context_factory": reloading_context} if settings.tls_cert_file else {}
     uvicorn.run("app.service.serve:app_from_env", factory=True, host=settings.host, port=settings.port,
                 workers=settings.workers if settings.workers > 1 else None, log_config=None, access_log=False,
                 log_level="warning", proxy_headers=False, server_header=False, loop=event_loop(settings),
-                http="app.service.protocol:NoDelayHTTPProtocol")
+                timeout_graceful_shutdown=settings.shutdown_timeout,  # SIGTERM: open requests get this long
+                http="app.service.protocol:NoDelayHTTPProtocol", **tls)
     return 0

@@ -49,6 +49,9 @@ class Settings:
     eval_deadline: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
     eval_workers: int = 2
+    eval_queue_timeout: float = 5.0  # seconds a request waits for a free evaluation worker, then 503
+    eval_worker_memory: int = 1024  # MiB of address space per evaluation worker; 0: unlimited
+    shutdown_timeout: float = 10.0  # seconds SIGTERM waits for open requests before cancelling them
     isolation: str = "untrusted"
     jq_result_cache: bool = True
     log_level: str = "info"
@@ -67,8 +70,12 @@ class Settings:
     cluster_secrets: bool = False
     cluster_secret_selector: str = "workload-map.dev/cluster=true"
     cluster_secret_names: list[str] = field(default_factory=list)
+    cluster_secret_allow_insecure: bool = False
     cluster_probe_interval: float = 10.0
     loop: str = "auto"  # auto | asyncio | uvloop: see event_loop()
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    token_audiences: list[str] = field(default_factory=list)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -89,6 +96,9 @@ class Settings:
         s.eval_deadline = float(_env("eval_deadline", str(s.eval_deadline)) or s.eval_deadline)
         s.max_body_bytes = int(_env("max_body_bytes", str(s.max_body_bytes)) or s.max_body_bytes)
         s.eval_workers = int(_env("eval_workers", str(s.eval_workers)) or s.eval_workers)
+        s.eval_queue_timeout = float(_env("eval_queue_timeout", str(s.eval_queue_timeout)) or s.eval_queue_timeout)
+        s.eval_worker_memory = int(_env("eval_worker_memory", str(s.eval_worker_memory)) or s.eval_worker_memory)
+        s.shutdown_timeout = float(_env("shutdown_timeout", str(s.shutdown_timeout)) or s.shutdown_timeout)
         s.isolation = _env("isolation", s.isolation) or s.isolation
         s.jq_result_cache = _bool(_env("jq_result_cache", "true"))
         s.log_level = _env("log_level", s.log_level) or s.log_level
@@ -111,9 +121,13 @@ class Settings:
         s.cluster_secret_selector = _env("cluster_secret_selector", s.cluster_secret_selector) or \
             s.cluster_secret_selector
         s.cluster_secret_names = [n.strip() for n in (_env("cluster_secret") or "").split(",") if n.strip()]
+        s.cluster_secret_allow_insecure = _bool(_env("cluster_secret_allow_insecure", "false"))
         s.cluster_probe_interval = float(_env("cluster_probe_interval", str(s.cluster_probe_interval)) or
                                          s.cluster_probe_interval)
         s.loop = _env("loop", s.loop) or s.loop
+        s.tls_cert_file = _env("tls_cert_file") or None
+        s.tls_key_file = _env("tls_key_file") or None
+        s.token_audiences = [a.strip() for a in (_env("token_audience") or "").split(",") if a.strip()]
         return s
 
     def to_env(self) -> dict[str, str]:
@@ -130,6 +144,9 @@ class Settings:
                 "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
                 "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
+                "WLMAP_EVAL_QUEUE_TIMEOUT": str(self.eval_queue_timeout),
+                "WLMAP_EVAL_WORKER_MEMORY": str(self.eval_worker_memory),
+                "WLMAP_SHUTDOWN_TIMEOUT": str(self.shutdown_timeout),
                 "WLMAP_JQ_RESULT_CACHE": str(self.jq_result_cache).lower(),
                 "WLMAP_LOG_LEVEL": self.log_level, "WLMAP_CACHE": str(self.cache).lower(),
                 "WLMAP_WATCH_NAMESPACE": ",".join(self.watch_namespaces),
@@ -143,7 +160,11 @@ class Settings:
                 "WLMAP_CLUSTER_SECRETS": str(self.cluster_secrets).lower(),
                 "WLMAP_CLUSTER_SECRET_SELECTOR": self.cluster_secret_selector,
                 "WLMAP_CLUSTER_SECRET": ",".join(self.cluster_secret_names),
-                "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval), "WLMAP_LOOP": self.loop}
+                "WLMAP_CLUSTER_SECRET_ALLOW_INSECURE": str(self.cluster_secret_allow_insecure).lower(),
+                "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval), "WLMAP_LOOP": self.loop,
+                **({"WLMAP_TLS_CERT_FILE": self.tls_cert_file} if self.tls_cert_file else {}),
+                **({"WLMAP_TLS_KEY_FILE": self.tls_key_file} if self.tls_key_file else {}),
+                "WLMAP_TOKEN_AUDIENCE": ",".join(self.token_audiences)}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -178,6 +199,15 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="largest request body (WLMAP_MAX_BODY_BYTES; default 3 MiB, like the API server)")
     p.add_argument("--eval-workers", type=int, default=d.eval_workers,
                    help="evaluation processes per HTTP worker (WLMAP_EVAL_WORKERS; default 2)")
+    p.add_argument("--eval-queue-timeout", type=float, default=d.eval_queue_timeout, metavar="SECONDS",
+                   help="how long a request waits for a free evaluation worker before a 503 with Retry-After "
+                        "(WLMAP_EVAL_QUEUE_TIMEOUT; default 5)")
+    p.add_argument("--eval-worker-memory", type=int, default=d.eval_worker_memory, metavar="MIB",
+                   help="address-space limit of each evaluation worker; an evaluation that reaches it fails with a "
+                        "422 and its worker is replaced (WLMAP_EVAL_WORKER_MEMORY; default 1024, 0 = unlimited)")
+    p.add_argument("--shutdown-timeout", type=float, default=d.shutdown_timeout, metavar="SECONDS",
+                   help="on SIGTERM, how long open requests may finish before they are cancelled; streams end at "
+                        "once (WLMAP_SHUTDOWN_TIMEOUT; default 10)")
     p.add_argument("--isolation", choices=["untrusted", "all", "none"], default=d.isolation,
                    help="which definitions run in supervised worker processes with a deadline: untrusted = all "
                         "but the built-in catalog (default), all, none (WLMAP_ISOLATION)")
@@ -232,6 +262,10 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="watch only this cluster Secret (repeatable; WLMAP_CLUSTER_SECRET, comma-separated): the "
                         "service reads no other Secret, so RBAC can grant exactly these (resourceNames); "
                         "implies --cluster-secrets")
+    p.add_argument("--cluster-secret-allow-insecure", type=_bool, default=d.cluster_secret_allow_insecure,
+                   metavar="true|false",
+                   help="let a cluster Secret's kubeconfig set insecure-skip-tls-verify: true (its server's "
+                        "certificate is then not checked) (WLMAP_CLUSTER_SECRET_ALLOW_INSECURE; default false)")
     p.add_argument("--cluster-probe-interval", type=float, default=d.cluster_probe_interval, metavar="SECONDS",
                    help="how often each cluster's API server is probed; a cluster that does not answer is marked "
                         "unavailable (WLMAP_CLUSTER_PROBE_INTERVAL; default 10)")
@@ -239,6 +273,15 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="event loop (WLMAP_LOOP): auto (default) = asyncio's when the service connects to any API "
                         "server (uvloop's TLS client can abort the process when a cluster's network drops), else "
                         "uvloop")
+    p.add_argument("--tls-cert-file", default=d.tls_cert_file, metavar="FILE",
+                   help="serve HTTPS with this certificate (chain), PEM; reloaded when the file changes "
+                        "(WLMAP_TLS_CERT_FILE; needs --tls-key-file)")
+    p.add_argument("--tls-key-file", default=d.tls_key_file, metavar="FILE",
+                   help="private key of --tls-cert-file, PEM (WLMAP_TLS_KEY_FILE)")
+    p.add_argument("--token-audience", action="append", default=list(d.token_audiences), metavar="AUDIENCE",
+                   dest="token_audiences",
+                   help="accept only bearer tokens issued for this audience: sent as the TokenReview's audiences "
+                        "(repeatable; WLMAP_TOKEN_AUDIENCE, comma-separated; default: the API server's own)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -248,7 +291,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     configmap_name=args.configmap_name, karta_resources=args.karta_resources,
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
-                    eval_workers=args.eval_workers, isolation=args.isolation, log_level=args.log_level,
+                    eval_workers=args.eval_workers, eval_queue_timeout=args.eval_queue_timeout,
+                    eval_worker_memory=args.eval_worker_memory, shutdown_timeout=args.shutdown_timeout,
+                    isolation=args.isolation, log_level=args.log_level,
                     jq_result_cache=args.jq_result_cache, cache=args.cache,
                     watch_namespaces=list(args.watch_namespaces), stream_buffer=args.stream_buffer,
                     stream_write_timeout=args.stream_write_timeout,
@@ -259,7 +304,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     cluster_secrets=args.cluster_secrets or bool(args.cluster_secret_names),
                     cluster_secret_selector=args.cluster_secret_selector,
                     cluster_secret_names=list(args.cluster_secret_names),
-                    cluster_probe_interval=args.cluster_probe_interval, loop=args.loop)
+                    cluster_secret_allow_insecure=args.cluster_secret_allow_insecure,
+                    cluster_probe_interval=args.cluster_probe_interval, loop=args.loop,
+                    tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
+                    token_audiences=list(args.token_audiences))
 
 
 def cluster_enabled(s: Settings) -> bool:

@@ -10,7 +10,8 @@ stays fresh; an `ERROR` event carries a problem and ends the stream.
 Resume: `Last-Event-ID` (or `?resumeFrom=`) continues after that token with no repeats and no
 gaps; a token this process cannot resume from (too old, another replica, a restart) is a 410
 problem before any event is sent.  A client that cannot keep up is told (ERROR) and
-disconnected; its buffer is bounded, as is the time one write may block.
+disconnected; its buffer is bounded, as is the time one write may block.  When the service stops
+(SIGTERM), every stream ends at once; its client resumes elsewhere from its last id.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from sse_starlette.sse import EventSourceResponse, SendTimeoutError, ServerSentEvent
@@ -28,7 +29,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ..cluster.kube import PODS, Resource
-from ..cluster.workloads import Allow, Known, LookupFailed, allow_all, matches_token
+from ..cluster.reader import Allow, Known, LookupFailed, matches_token
 from ..fleet.fleet import CLUSTER_KEY, Fleet
 from ..fleet.member import Member
 from ..model.events import Event, EventLog, TokenError
@@ -102,6 +103,25 @@ def take_slot(request: Request) -> Slot:
                            f"you already hold {Limits.per_caller} open streams (--max-streams-per-caller); "
                            "close one, or try again later", headers={"Retry-After": RETRY_AFTER})
     return Slot(caller)
+
+
+class Ending:
+    """Streams end when the service's stop event is set (shutdown.py): each waiting stream
+    registers the event it sleeps on, and `end_on` wakes them all."""
+
+    stop: asyncio.Event | None = None
+    wakes: ClassVar[set[asyncio.Event]] = set()
+
+    @classmethod
+    def now(cls) -> bool:
+        return cls.stop is not None and cls.stop.is_set()
+
+
+async def end_on(stop: asyncio.Event) -> None:
+    Ending.stop = stop
+    await stop.wait()
+    for wake in list(Ending.wakes):
+        wake.set()
 
 
 class _Closing:
@@ -232,6 +252,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
 
     async def frames() -> AsyncIterator[Any]:
         Limits.open["list"] += 1
+        Ending.wakes.add(sub.wake)
         try:
             for ev in initial:
                 if (shown := await visible(ev)) is not None:
@@ -241,8 +262,10 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
                     yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
             last = backlog[-1].seq if backlog else at
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, log.token(last))
-            while True:
+            while not Ending.now():
                 ev = await sub.next(HEARTBEAT)
+                if Ending.now():
+                    return
                 if sub.overflowed:
                     yield _slow(sse, log.token(last))
                     return
@@ -254,6 +277,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
                     yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
         finally:
             Limits.open["list"] -= 1
+            Ending.wakes.discard(sub.wake)
             sub.close()
 
     return respond(request, frames(), slot)
@@ -286,12 +310,13 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     await _wait_synced(model)
     sse = wants_sse(request)
     try:
-        kw, obj = model.resolve(namespace, name, kind, api_version)
-        body = await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
+        found = await model.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
+        res = found.resource
+        body = await model.describe(namespace, name, res.kind, res.api_version,
                                     with_pods=with_pods, allow=allow, freshness=False)
     except LookupFailed as e:
         raise lookup_problem(e) from None
-    key = (kw.resource.group, kw.resource.kind, obj.namespace, obj.name)
+    key = (res.group, res.kind, found.namespace, found.name)
     log = model.events
     token = resume_token(request)
     known_digest: bytes | None = None
@@ -317,7 +342,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     async def current() -> bytes | None:
         """The workload's interpretation now (None: it is gone, or no longer visible to the caller)."""
         try:
-            return await model.describe(namespace, name, kw.resource.kind, kw.resource.api_version,
+            return await model.describe(namespace, name, res.kind, res.api_version,
                                         with_pods=with_pods, allow=allow, freshness=False)
         except LookupFailed:
             return None
@@ -325,6 +350,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     async def frames() -> AsyncIterator[Any]:
         nonlocal body
         Limits.open["workload"] += 1
+        Ending.wakes.add(wake)
         try:
             last = _digest(body)
             # a bookmark repeats the token of the last state sent: resuming from it sends what changed since
@@ -335,13 +361,15 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                                    "object": orjson.Fragment(body)}, sent)
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, sent)
             gone = False
-            while True:
+            while not Ending.now():
                 try:
                     await asyncio.wait_for(wake.wait(), HEARTBEAT)
                 except asyncio.TimeoutError:
                     yield _frame(sse, {"type": "BOOKMARK"}, sent)
                     continue
                 wake.clear()
+                if Ending.now():
+                    return
                 await asyncio.sleep(0.02)  # a burst of pod updates of one workload: one event
                 now = await current()
                 if now is None:
@@ -358,6 +386,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                 yield _frame(sse, {"type": kind_, "object": orjson.Fragment(now)}, sent)
         finally:
             Limits.open["workload"] -= 1
+            Ending.wakes.discard(wake)
             s = model.watchers.get(key)
             if s is not None:
                 s.discard(wake)
@@ -384,7 +413,7 @@ async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
 
 
 async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] | None, namespace: str | None,
-                            kind: str | None, allow_for: Callable[[Member | None], Allow]) -> Any:
+                            kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool) -> Any:
     """The list stream over several clusters: every row carries its cluster; one resume token
     covers them all (the members share one event log)."""
     if any(m.model is None for m in fleet.members.values()):
@@ -413,7 +442,7 @@ async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] 
         m = fleet.get(ev.cluster or "")
         res = resource_of(ev)
         if m is None or res is None:  # its cluster is gone: told only where nothing is authorized
-            return ev.object if allow_for(None) is allow_all else None
+            return None if authorized else ev.object
         try:
             row = await _shown(allow_for(m), res, namespace, ev)
         except ProblemError:

@@ -10,6 +10,7 @@ array, which tells the supervisor which expression overran.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 from multiprocessing.connection import Connection
 from typing import Any
@@ -20,11 +21,20 @@ from ..engine.interpret import InterpretationError, interpret
 from ..engine.memo import DEFINITION_FACTOR, ByteLRU, held_bytes
 from ..karta.load import Definition, NotAKarta, definition_from_document
 
+READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
 
-def worker_main(conn: Connection, progress: Any) -> None:
+
+def worker_main(conn: Connection, progress: Any, memory_mib: int = 0) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     os.environ.clear()  # nothing secret to leak even if a shadowed builtin slipped through
+    if memory_mib > 0:
+        # A definition that allocates without bound (`"x" * 1e9`, a huge array) meets this limit:
+        # Python raises MemoryError (answered, then the worker is replaced), libjq aborts (the
+        # supervisor sees SIGABRT); either way the service's own memory is untouched.
+        limit = memory_mib * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     definitions: ByteLRU[str, Definition] = ByteLRU(DEFINITION_BYTES)
+    conn.send_bytes(READY)
 
     def report(stage: int, index: int) -> None:
         progress[0], progress[1] = stage, index
@@ -34,22 +44,29 @@ def worker_main(conn: Connection, progress: Any) -> None:
             msg = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        req = orjson.loads(msg)
-        if req.get("op") == "ping":
-            conn.send_bytes(b'{"ok":"pong"}')
-            continue
         try:
-            d = _definition(definitions, req["def"])
-            result = interpret(req["obj"], d, req.get("pods"), report)
-            reply = {"ok": result}
-        except InterpretationError as e:
-            reply = {"error": {"title": e.title, "errors": e.errors}}
-        except _NeedDefinition:
-            reply = {"need": "definition"}
-        except Exception as e:  # noqa: BLE001 - a bad input must never kill the worker loop
-            reply = {"error": {"title": "evaluation failed", "errors": [{"path": "", "message": str(e)}]}}
+            reply = _handle(definitions, msg, report)
+        except MemoryError:  # the limit above: say so; the supervisor replaces this worker
+            reply = {"error": {"title": "evaluation ran out of memory", "errors": []}, "exhausted": True}
         progress[0], progress[1] = -1, -1
         conn.send_bytes(orjson.dumps(reply))
+
+
+def _handle(definitions: dict[str, Definition], msg: bytes, report: Any) -> dict[str, Any]:
+    req = orjson.loads(msg)
+    if req.get("op") == "ping":
+        return {"ok": "pong"}
+    try:
+        d = _definition(definitions, req["def"])
+        return {"ok": interpret(req["obj"], d, req.get("pods"), report)}
+    except InterpretationError as e:
+        return {"error": {"title": e.title, "errors": e.errors}}
+    except _NeedDefinition:
+        return {"need": "definition"}
+    except MemoryError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a bad input must never kill the worker loop
+        return {"error": {"title": "evaluation failed", "errors": [{"path": "", "message": str(e)}]}}
 
 
 class _NeedDefinition(Exception):

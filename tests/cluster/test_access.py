@@ -153,3 +153,33 @@ def test_no_token_appears_in_responses_or_logs(secured: Server, objects: dict[st
         assert t not in log, f"token {t} in the log"
         assert not any(t in s for s in seen), f"token {t} in a response"
     assert "Bearer " not in log
+
+
+AUDIENCE_NS = "acl-audience"
+
+
+def test_token_audience_accepts_only_tokens_issued_for_it(apiserver: ApiServer, kubectl: Kubectl) -> None:
+    """--token-audience wlmap: the TokenReview asks for that audience, so a service-account token
+    requested for `wlmap` (TokenRequest) is accepted and one requested for another audience, or a
+    token bound to none (a static one, valid for the API server itself), is refused."""
+    kubectl.ensure_namespace(AUDIENCE_NS)
+    kubectl.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "caller", "namespace": AUDIENCE_NS}})
+
+    def bound_token(audience: str) -> str:
+        req = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"audiences": [audience], "expirationSeconds": 3600}}
+        return str(apiserver.call("POST", f"/api/v1/namespaces/{AUDIENCE_NS}/serviceaccounts/caller/token",
+                                  req)["status"]["token"])
+
+    ours, theirs = bound_token("wlmap"), bound_token("another-service")
+    s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", AUDIENCE_NS,
+               "--auth", "kubernetes", "--karta-resources", "false", "--token-audience", "wlmap")
+    try:
+        def status(tok: str) -> int:
+            return httpx.get(s.url + "/definitions", headers={"Authorization": f"Bearer {tok}"}, timeout=30).status_code
+
+        assert status(ours) == 200
+        assert status(theirs) == 401
+        assert status(token("admin")) == 401  # not issued for wlmap
+    finally:
+        s.stop()

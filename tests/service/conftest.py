@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -27,9 +28,12 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, *args: str, env: dict[str, str] | None = None, wait: str = "/readyz"):
+    def __init__(self, *args: str, env: dict[str, str] | None = None, wait: str = "/readyz",
+                 ca: str | None = None):
+        """`ca`: the server serves HTTPS (--tls-* among `args`) with a certificate this CA signed."""
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if ca else 'http'}://127.0.0.1:{self.port}"
+        self.verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca) if ca else True
         wlmap = Path(sys.executable).parent / "wlmap"
         self.log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"wlmap-test-{self.port}.log", "w+")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
@@ -41,7 +45,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.output()}")
             try:
-                if httpx.get(self.url + wait, timeout=1).status_code == 200:
+                if httpx.get(self.url + wait, timeout=1, verify=self.verify).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -57,7 +61,8 @@ class Server:
     def client(self) -> httpx.Client:
         """A client that reads the test's own writes (it waits for the service's live model to
         have applied them: tests/consistency.py)."""
-        return httpx.Client(base_url=self.url, timeout=30, event_hooks={"request": [hook(self.url)]})
+        return httpx.Client(base_url=self.url, timeout=30, verify=self.verify,
+                            event_hooks={"request": [hook(self.url)]})
 
     def stop(self) -> None:
         self.proc.terminate()

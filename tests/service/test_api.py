@@ -237,7 +237,10 @@ def test_hostile_bodies_get_clear_client_errors(client: httpx.Client):
     problem(client.post("/interpret", content=b"\xff\xfe{", headers={"content-type": "application/yaml"}), 400)
     problem(client.post("/interpret", content="a: 1\na: 2\n", headers={"content-type": "application/yaml"}), 400)
     huge = json.loads(json.dumps(TASK))
-    huge["spec"]["workers"] = 10**30  # not an int32: a clear error on that component, not a crash
+    huge["spec"]["workers"] = 10**30  # beyond 64 bits: no JSON the service writes can carry it
+    body = problem(client.post("/interpret", json=huge), 422)
+    assert body["errors"] == [{"path": "spec.workers", "message": "spec.workers holds an integer beyond 64 bits"}]
+    huge["spec"]["workers"] = 2**40  # not an int32: a clear error on that component, not a crash
     r = client.post("/interpret", json=huge)
     assert r.status_code == 200, r.text
     body = r.json()

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from app.service.settings import Settings, event_loop
@@ -42,6 +47,26 @@ def test_in_a_pod_the_loop_is_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(settings, "in_cluster", lambda: True)  # the service account's API server
     assert event_loop(Settings()) == "asyncio"
+
+
+def test_tls_and_token_audiences_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WLMAP_TLS_CERT_FILE", "/etc/workload-map/tls/tls.crt")
+    monkeypatch.setenv("WLMAP_TLS_KEY_FILE", "/etc/workload-map/tls/tls.key")
+    monkeypatch.setenv("WLMAP_TOKEN_AUDIENCE", "workload-map, wlmap.example.com")
+    s = Settings.from_env()
+    assert (s.tls_cert_file, s.tls_key_file) == ("/etc/workload-map/tls/tls.crt", "/etc/workload-map/tls/tls.key")
+    assert s.token_audiences == ["workload-map", "wlmap.example.com"]
+    env = s.to_env()  # what worker processes get back
+    assert (env["WLMAP_TLS_CERT_FILE"], env["WLMAP_TOKEN_AUDIENCE"]) == (s.tls_cert_file,
+                                                                       "workload-map,wlmap.example.com")
+
+
+def test_a_token_audience_without_token_reviews_is_refused() -> None:
+    wlmap = Path(sys.executable).parent / "wlmap"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
+    r = subprocess.run([str(wlmap), "serve", "--port", "0", "--auth", "none", "--token-audience", "wlmap"],
+                       check=False, capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2 and "--token-audience needs --auth kubernetes" in r.stderr, r.stderr
 
 
 def test_the_stream_and_pod_bounds_read_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -164,7 +164,7 @@ def test_cluster_secrets_by_label_get_a_namespace_wide_role() -> None:
         if o["kind"] == "ClusterRole":
             assert all("secrets" not in r.get("resources", []) for r in o["rules"]), o["metadata"]["name"]
     assert rule_set(named(objs, "Role", FULLNAME)["rules"]) == {("", "configmaps", v) for v in SECRET_VERBS} | {
-        ("", "events", "create"), ("", "events", "patch")}
+        ("", "events", "create")}
 
     assert fleet_env(objs) == {"WLMAP_CLUSTER_SECRETS": "true",
                                "WLMAP_CLUSTER_SECRET_SELECTOR": "workload-map.dev/cluster=true"}
@@ -205,6 +205,21 @@ def test_secret_role_needs_rbac_create_but_the_settings_do_not() -> None:
                                                                    "readers": [PLATFORM]}}))
     assert not {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"} & set(kinds(objs))
     assert fleet_env(objs) == {"WLMAP_CLUSTER_SECRETS": "true", "WLMAP_CLUSTER_SECRET": "e"}
+
+
+def test_cluster_secrets_may_skip_tls_verification_only_when_allowed() -> None:
+    objs = objects(render({"clusters": {"secrets": {"enabled": True}}}))
+    assert "WLMAP_CLUSTER_SECRET_ALLOW_INSECURE" not in fleet_env(objs)
+    assert serve_args(objs)[0].cluster_secret_allow_insecure is False
+    objs = objects(render({"clusters": {"secrets": {"enabled": True, "allowInsecure": True}}}))
+    assert fleet_env(objs)["WLMAP_CLUSTER_SECRET_ALLOW_INSECURE"] == "true"
+    s, args = serve_args(objs)
+    assert args.cluster_secret_allow_insecure is True and s.cluster_secret_allow_insecure is True
+    assert s.to_env()["WLMAP_CLUSTER_SECRET_ALLOW_INSECURE"] == "true"  # handed on to the workers
+    assert bare_serve_parse(objs).cluster_secret_allow_insecure is True
+    # only with the Secrets themselves
+    assert fleet_env(objects(render({"clusters": {"secrets": {"allowInsecure": True}}}))) == {}
+    assert_rejected({"clusters": {"secrets": {"allowInsecure": "yes"}}})
 
 
 def test_cluster_name_and_probe_interval() -> None:
@@ -270,7 +285,7 @@ def test_a_cluster_name_used_twice_fails_the_render(clusters: dict[str, Any], ta
 
 
 def test_clusters_reader_clusterrole() -> None:
-    role_rules = [{"nonResourceURLs": ["/clusters"], "verbs": ["get"]}]
+    role_rules = [{"nonResourceURLs": ["/clusters", "/model"], "verbs": ["get"]}]
     for values in ({"clusters": {"secrets": {"enabled": True}}},
                    {"clusters": {"extra": [{"name": "b", "secretName": "b"}]}}):
         objs = objects(render(values))
@@ -338,7 +353,9 @@ def test_schema_accepts_the_documented_values() -> None:
     chart.validate_schema(FLEET_VALUES)
     documented = yaml.safe_load((CHART / "values.yaml").read_text())["clusters"]
     assert documented == {"name": "", "probeInterval": "", "extra": [], "readers": [],
-                          "secrets": {"enabled": False, "names": [], "selector": "workload-map.dev/cluster=true"}}
+                          "secrets": {"enabled": False, "names": [], "selector": "workload-map.dev/cluster=true",
+                                      "allowInsecure": False}}
+    assert documented["secrets"]["allowInsecure"] == Settings().cluster_secret_allow_insecure
     assert documented["secrets"]["selector"] == Settings().cluster_secret_selector == specs.SECRET_LABEL
     chart.validate_schema({"clusters": {"name": "", "probeInterval": 0.5,
                                         "extra": [{"name": "a.b-c", "secretName": "kc", "key": "config.yaml",
@@ -463,6 +480,13 @@ def fleet_release(apiserver: ApiServer, kubectl: Kubectl,
             pass
 
 
+def refused_secret_reads(server: Server) -> list[str]:
+    """Log lines of refused Secret reads.  Other refusals are expected on a shared API server: a
+    pod another test left, owned by a kind outside the catalog (a BatchTask), makes the model try
+    that owner kind, which the chart's RBAC rightly does not grant."""
+    return [line for line in server.output().splitlines() if "forbidden" in line.lower() and "secrets" in line]
+
+
 def _clusters(server: Server, token: str = TOKENS["admin"][0]) -> dict[str, dict[str, Any]]:
     r = httpx.get(server.url + "/clusters", headers={"Authorization": f"Bearer {token}"}, timeout=10)
     assert r.status_code == 200, r.text
@@ -484,7 +508,7 @@ def test_service_serves_exactly_the_named_secrets_with_the_chart_rbac(fleet_rele
     assert sorted(items) == ["east", "home"], items  # the labelled decoy is never read
     assert (items["east"]["origin"], items["east"]["source"]) == ("secret", f"{LIVE_NS}/east-kubeconfig")
     assert (items["home"]["origin"], items["east"]["server"]) == ("home", items["home"]["server"])
-    assert "forbidden" not in s.output().lower()  # no watch was refused
+    assert refused_secret_reads(s) == []  # no watch of a named Secret was refused
 
     # a named Secret created while the service runs: its own watch, granted by resourceNames
     token = fleet_release["token"]
@@ -495,7 +519,7 @@ def test_service_serves_exactly_the_named_secrets_with_the_chart_rbac(fleet_rele
     r = httpx.get(s.url + "/clusters/west-kubeconfig/workloads", params={"namespace": LIVE_NS}, headers=ADMIN,
                   timeout=30)
     assert r.status_code == 200, r.text
-    assert "forbidden" not in s.output().lower()
+    assert refused_secret_reads(s) == []
 
 
 def test_clusters_needs_get_on_the_url(fleet_release: dict[str, Any]) -> None:

@@ -47,6 +47,13 @@ WORKLOADS_ENDPOINT = {"port": "http", "path": "/metrics/workloads", "interval": 
                       "honorLabels": True,
                       "relabelings": [{"sourceLabels": ["__metrics_path__"], "targetLabel": "metrics_path"}]}
 TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+SAME_NAMESPACE = {"podSelector": {}}
+PROMETHEUS_PEER = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                   "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+TLS_DIR = "/etc/workload-map/tls"
+CERT_MANAGER = {"tls": {"certManager": {"enabled": True, "issuerRef": {"name": "cluster-ca", "kind": "ClusterIssuer"},
+                                        "duration": "720h", "dnsNames": ["wlmap.example.com"]}},
+                "metrics": {"serviceMonitor": {"enabled": True}}}
 ADMIN = {"Authorization": f"Bearer {TOKENS['admin'][0]}"}
 
 BATCHTASK_RULE = {"apiGroups": ["acme.example.com"], "resources": ["batchtasks"], "verbs": ["get", "list", "watch"]}
@@ -57,6 +64,7 @@ FULL_VALUES: dict[str, Any] = {
                "allowInlineDefinitions": False, "auth": "none", "configmapSelector": "team=ml",
                "kartaResources": False, "logLevel": "debug", "jqResultCache": False, "cache": False,
                "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5},
+    "tls": {"secretName": "wlmap-full-tls"},
     "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 8, "targetCPUUtilizationPercentage": 60},
     "metrics": {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prometheus"}},
                 "workloadMetrics": {"readers": [PROMETHEUS_SA]}},
@@ -140,18 +148,22 @@ def rule_set(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
             for v in rule["verbs"]}
 
 
+def root_kinds() -> set[tuple[str, str]]:
+    """(group, Kind) of every built-in definition, from the layout definitions/<group>/<Kind>/."""
+    return {("" if g.name == "core" else g.name, k.name) for g in (ROOT / "definitions").iterdir() if g.is_dir()
+            for k in g.iterdir() if k.is_dir()}
+
+
 def catalog_rule_set() -> set[tuple[str, str, str]]:
-    """What the catalog asks for, derived here from the definitions (not from the chart)."""
-    plural = _chart_rbac().plural
-    out = {(g, r, v) for g, r in (("", "pods"), ("apps", "replicasets"), ("batch", "jobs"))
-           for v in ("get", "list", "watch")}
+    """What the catalog asks for, derived here from the definitions (not from the chart): root
+    kinds, child components' kinds (objects the workload owns with pods under them) and the
+    chain links no definition names as a component.  Nothing else a definition lists."""
+    rbac = _chart_rbac()
+    kinds = root_kinds() | set(rbac.OWNER_LINKS)
     for d in load_builtin():
         sd = d.karta.spec.structure_definition
-        gvks = [c.kind for c in [sd.root_component, *(sd.child_components or [])] if c and c.kind]
-        for g in gvks + list(sd.additional_child_kinds or []):
-            if (g.group or "", g.kind) != ("", "Secret"):
-                out |= {(g.group or "", plural(g.kind), v) for v in ("get", "list", "watch")}
-    return out
+        kinds |= {(c.kind.group or "", c.kind.kind) for c in sd.child_components or [] if c.kind}
+    return {(g, rbac.plural(k), v) for g, k in kinds for v in ("get", "list", "watch")}
 
 
 REVIEWS = {("authentication.k8s.io", "tokenreviews", "create"),
@@ -168,7 +180,7 @@ def test_chart_metadata_follows_the_package() -> None:
     assert meta["appVersion"] == APP_VERSION
 
 
-@pytest.mark.parametrize("values", [{}, FULL_VALUES], ids=["defaults", "full"])
+@pytest.mark.parametrize("values", [{}, FULL_VALUES, CERT_MANAGER], ids=["defaults", "full", "cert-manager"])
 @pytest.mark.parametrize("kube_version", [None, "v1.20.2"])
 def test_lint_strict_is_clean(values: dict[str, Any], kube_version: str | None) -> None:
     report = helm_python.lint(CHART, values, strict=True, namespace=RELEASE_NS, kube_version=kube_version)
@@ -193,8 +205,8 @@ def test_plurals_of_irregular_kinds() -> None:
 
 def test_default_render() -> None:
     objs = objects(render())
-    assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget",
-                           "Role", "RoleBinding", "Service", "ServiceAccount"]
+    assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy",
+                           "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
     for o in objs:
         labels = o["metadata"]["labels"]
         assert labels["app.kubernetes.io/name"] == "workload-map" and labels["app.kubernetes.io/instance"] == RELEASE
@@ -271,8 +283,39 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULLNAME, "namespace": RELEASE_NS}]
     ns_role = one(objs, "Role")
     assert rule_set(ns_role["rules"]) == {("", "configmaps", v) for v in ("get", "list", "watch")} | {
-        ("", "events", "create"), ("", "events", "patch")}
+        ("", "events", "create")}
     assert one(objs, "RoleBinding")["subjects"] == binding["subjects"]
+
+
+def readme_rbac_table() -> set[tuple[str, str, str, str]]:
+    """(group, resource, verb, where) of README's "What the service account may do" table."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("<!-- rbac-table"):text.index("<!-- /rbac-table -->")]
+    out = set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].startswith("`"):
+            group = cells[0].strip("`")
+            out |= {("" if group == "core" else group, cells[1].strip("`"), v.strip(), cells[3])
+                    for v in cells[2].split(",")}
+    return out
+
+
+def test_rbac_is_exactly_the_readme_table() -> None:
+    """Every built-in root kind (walked in definitions/) is granted get/list/watch, and the
+    service account gets exactly what README's table lists, with every feature on: a catalog
+    kind added without a rule, or a rule nobody documented, fails here."""
+    objs = objects(render({"clusters": {"secrets": {"enabled": True}}}))
+    granted = {(g, r, v, "cluster") for g, r, v in rule_set(named(objs, "ClusterRole", FULLNAME)["rules"])}
+    for role in (FULLNAME, f"{FULLNAME}-cluster-secrets"):
+        granted |= {(g, r, v, "release namespace") for g, r, v in rule_set(named(objs, "Role", role)["rules"])}
+    plural = _chart_rbac().plural
+    for g, k in root_kinds():
+        assert {(g, plural(k), v, "cluster") for v in ("get", "list", "watch")} <= granted, (g, k)
+    assert granted == readme_rbac_table()
+    for never in ("configmaps", "secrets", "serviceaccounts", "services"):  # core: only in the namespace
+        assert not [x for x in granted if x[:2] == ("", never) and x[3] == "cluster"], never
+    assert not [x for x in granted if x[0] == "rbac.authorization.k8s.io"]
 
 
 def test_full_values_render() -> None:
@@ -292,7 +335,8 @@ def test_full_values_render() -> None:
         "WLMAP_NAMESPACE": FULL_NS, "WLMAP_CONFIGMAP_SELECTOR": "team=ml", "WLMAP_KARTA_RESOURCES": "false",
         "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_CACHE": "false",
         "WLMAP_STREAM_BUFFER": "50", "WLMAP_STREAM_WRITE_TIMEOUT": "2.5",
-        "WLMAP_WATCH_NAMESPACE": "team-a,team-b", "TMPDIR": "/tmp"}
+        "WLMAP_WATCH_NAMESPACE": "team-a,team-b",
+        "WLMAP_TLS_CERT_FILE": f"{TLS_DIR}/tls.crt", "WLMAP_TLS_KEY_FILE": f"{TLS_DIR}/tls.key", "TMPDIR": "/tmp"}
     pod_meta = dep["spec"]["template"]["metadata"]
     assert pod_meta["annotations"] == {"example.com/team": "ml"} and pod_meta["labels"]["tier"] == "platform"
     pod_spec = dep["spec"]["template"]["spec"]
@@ -307,6 +351,7 @@ def test_full_values_render() -> None:
             s.log_level, s.jq_result_cache) == (False, "none", FULL_NS, "team=ml", False, "debug", False)
     assert (s.to_env()["WLMAP_CACHE"], s.to_env()["WLMAP_WATCH_NAMESPACE"]) == ("false", "team-a,team-b")
     assert (s.stream_buffer, s.stream_write_timeout) == (50, 2.5)
+    assert (s.tls_cert_file, s.tls_key_file) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
 
     hpa = one(objs, "HorizontalPodAutoscaler")
     assert hpa["apiVersion"] == "autoscaling/v2"
@@ -319,14 +364,16 @@ def test_full_values_render() -> None:
 
     sm = one(objs, "ServiceMonitor")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1" and sm["metadata"]["labels"]["release"] == "prometheus"
-    assert sm["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"},
-                                       dict(WORKLOADS_ENDPOINT, interval="15s")]  # auth none: no token sent
+    https = {"port": "https", "scheme": "https", "tlsConfig": {
+        "ca": {"secret": {"name": "wlmap-full-tls", "key": "ca.crt"}}, "serverName": f"wlmap-full-workload-map.{FULL_NS}.svc"}}
+    assert sm["spec"]["endpoints"] == [{"path": "/metrics", "interval": "15s", "scrapeTimeout": "10s", **https},
+                                       dict(WORKLOADS_ENDPOINT, interval="15s", **https)]  # auth none: no token sent
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [FULL_NS]}
 
     np = one(objs, "NetworkPolicy")["spec"]
     assert np["policyTypes"] == ["Ingress", "Egress"]
     assert np["ingress"] == [{"ports": [{"port": 8080, "protocol": "TCP"}],
-                              "from": FULL_VALUES["networkPolicy"]["ingressFrom"]}]
+                              "from": [SAME_NAMESPACE, PROMETHEUS_PEER, *FULL_VALUES["networkPolicy"]["ingressFrom"]]}]
     dns, api = np["egress"]
     assert {(p["port"], p["protocol"]) for p in dns["ports"]} == {(53, "UDP"), (53, "TCP")} and "to" not in dns
     assert api == {"ports": [{"port": 6443, "protocol": "TCP"}], "to": [{"ipBlock": {"cidr": "10.0.0.1/32"}}]}
@@ -451,6 +498,13 @@ def test_existing_service_account_and_no_rbac() -> None:
     {"grafanaDashboard": {"namespace": "Monitoring"}},
     {"grafanaDashboard": {"annotations": {"grafana_folder": 1}}},
     {"grafanaDashboard": {"folder": "AI"}},
+    {"tls": {"secretName": "Bad_Name"}},
+    {"tls": {"certManager": {"enabled": "yes"}}},
+    {"tls": {"certManager": {"issuerRef": {"name": "ca", "kind": ""}}}},
+    {"tls": {"certFile": "/x"}},
+    {"config": {"tokenAudiences": "wlmap"}},
+    {"config": {"tokenAudiences": ["a,b"]}},
+    {"networkPolicy": {"prometheus": {"namespace": "monitoring"}}},
 ], ids=lambda v: json.dumps(v)[:60])
 def test_schema_rejects_bad_values(bad: dict[str, Any]) -> None:
     assert_rejected(bad)
@@ -493,6 +547,11 @@ def test_notes_tell_how_to_reach_the_service() -> None:
     assert "Authorization: Bearer $TOKEN" in notes and "/workloads?namespace=" in notes
     assert f"{FULLNAME}-definitions" in notes and "rbac.extraRules" in notes
     assert "Authorization" not in render({"config": {"auth": "none"}})["workload-map/templates/NOTES.txt"]
+    assert "https://" not in notes and "--audience" not in notes
+    notes = render({"tls": {"secretName": "wlmap-tls"}, "config": {"tokenAudiences": ["workload-map"]}})[
+        "workload-map/templates/NOTES.txt"]
+    assert f"https://{FULLNAME}.{RELEASE_NS}.svc:8080" in notes and "get secret wlmap-tls" in notes
+    assert "kubectl create token <your-service-account> -n <its-namespace> --audience workload-map" in notes
 
 
 def test_cache_and_watch_namespaces_become_env() -> None:
@@ -550,6 +609,89 @@ def test_servicemonitor_scrapes_workload_metrics_with_the_scrapers_token() -> No
     sm = one(objects(render({"metrics": {**on, "workloadMetrics": {"enabled": False}}})), "ServiceMonitor")
     assert [e["path"] for e in sm["spec"]["endpoints"]] == ["/metrics"]
     assert "ServiceMonitor" not in kinds(objects(render()))
+
+
+def test_tls_from_a_secret() -> None:
+    """tls.secretName: the Secret mounted as a directory (not subPath, so the kubelet's rotation
+    reaches the files), --tls-* pointing into it, probes and the Service port on HTTPS."""
+    objs = objects(render({"tls": {"secretName": "wlmap-tls"}}))
+    assert "Certificate" not in kinds(objs)
+    c = container(objs)
+    env = env_of(objs)
+    assert (env["WLMAP_TLS_CERT_FILE"], env["WLMAP_TLS_KEY_FILE"]) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
+    assert {"name": "tls", "mountPath": TLS_DIR, "readOnly": True} in c["volumeMounts"]
+    assert all("subPath" not in m for m in c["volumeMounts"])
+    volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": "wlmap-tls"}} in volumes
+    assert c["ports"] == [{"name": "https", "containerPort": 8080, "protocol": "TCP"}]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    assert one(objs, "Service")["spec"]["ports"] == [
+        {"name": "https", "port": 8080, "targetPort": "https", "protocol": "TCP", "appProtocol": "https"}]
+    s = _settings_from(env)
+    assert (s.tls_cert_file, s.tls_key_file) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")
+    # off by default: plain HTTP, nothing mounted
+    env = env_of(objects(render()))
+    assert "WLMAP_TLS_CERT_FILE" not in env and "WLMAP_TOKEN_AUDIENCE" not in env
+
+
+def test_token_audiences_become_env() -> None:
+    env = env_of(objects(render({"config": {"tokenAudiences": ["workload-map", "wlmap.example.com"]}})))
+    assert env["WLMAP_TOKEN_AUDIENCE"] == "workload-map,wlmap.example.com"
+    assert _settings_from(env).token_audiences == ["workload-map", "wlmap.example.com"]
+    with pytest.raises(helm_python.HelmError, match="tokenAudiences needs config.auth kubernetes"):
+        render({"config": {"auth": "none", "tokenAudiences": ["workload-map"]}})  # `wlmap serve` would refuse it
+
+
+def test_tls_from_a_cert_manager_certificate() -> None:
+    objs = objects(render(CERT_MANAGER))
+    cert = one(objs, "Certificate")
+    assert cert["apiVersion"] == "cert-manager.io/v1" and cert["metadata"]["namespace"] == RELEASE_NS
+    assert cert["spec"]["secretName"] == f"{FULLNAME}-tls"
+    assert cert["spec"]["issuerRef"] == {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}
+    assert cert["spec"]["duration"] == "720h" and "renewBefore" not in cert["spec"]
+    assert cert["spec"]["dnsNames"] == [FULLNAME, f"{FULLNAME}.{RELEASE_NS}", f"{FULLNAME}.{RELEASE_NS}.svc",
+                                        f"{FULLNAME}.{RELEASE_NS}.svc.cluster.local", "wlmap.example.com"]
+    volumes = one(objs, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": f"{FULLNAME}-tls"}} in volumes
+    assert container(objs)["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    # the ServiceMonitor scrapes over HTTPS, verifying with the CA cert-manager puts in the Secret
+    sm = one(objs, "ServiceMonitor")
+    tls = {"ca": {"secret": {"name": f"{FULLNAME}-tls", "key": "ca.crt"}}, "serverName": f"{FULLNAME}.{RELEASE_NS}.svc"}
+    for ep in sm["spec"]["endpoints"]:
+        assert (ep["port"], ep["scheme"], ep["tlsConfig"]) == ("https", "https", tls), ep["path"]
+    own = {"ca": {"configMap": {"name": "corp-ca", "key": "ca.pem"}}, "serverName": "wlmap.example.com"}
+    sm = one(objects(render({**CERT_MANAGER, "metrics": {"serviceMonitor": {"enabled": True, "tlsConfig": own}}})),
+             "ServiceMonitor")
+    assert [ep["tlsConfig"] for ep in sm["spec"]["endpoints"]] == [own, own]
+    with pytest.raises(helm_python.HelmError, match="issuerRef.name is required"):
+        render({"tls": {"certManager": {"enabled": True}}})
+    report = helm_python.lint(CHART, CERT_MANAGER, strict=True, namespace=RELEASE_NS)
+    assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+def test_network_policy_is_on_by_default() -> None:
+    """Ingress to 8080 only from the release namespace's pods and Prometheus (plus what the user
+    adds); egress only to DNS and the API server's ports."""
+    np = one(objects(render()), "NetworkPolicy")
+    assert np["metadata"]["namespace"] == RELEASE_NS
+    spec = np["spec"]
+    assert spec["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "workload-map",
+                                                   "app.kubernetes.io/instance": RELEASE}}
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    assert spec["ingress"] == [{"ports": [{"port": 8080, "protocol": "TCP"}], "from": [SAME_NAMESPACE, PROMETHEUS_PEER]}]
+    dns, api = spec["egress"]
+    assert "to" not in dns and api == {"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]}
+
+    ui = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ui"}}}
+    values = {"networkPolicy": {"ingressFrom": [ui], "prometheus": {
+        "namespaceSelector": {"matchLabels": {"name": "observability"}}, "podSelector": {"matchLabels": {"app": "prom"}}}}}
+    spec = one(objects(render(values)), "NetworkPolicy")["spec"]
+    assert spec["ingress"][0]["from"] == [SAME_NAMESPACE, {"namespaceSelector": {"matchLabels": {"name": "observability"}},
+                                                           "podSelector": {"matchLabels": {"app": "prom"}}}, ui]
+    spec = one(objects(render({"networkPolicy": {"prometheus": {"enabled": False}}})), "NetworkPolicy")["spec"]
+    assert spec["ingress"][0]["from"] == [SAME_NAMESPACE]
+    assert "NetworkPolicy" not in kinds(objects(render({"networkPolicy": {"enabled": False}})))
 
 
 def test_grafana_dashboard_configmap_only_when_enabled() -> None:
@@ -667,7 +809,8 @@ def release(apiserver: ApiServer, kubectl: Kubectl,
 
 def test_rendered_manifests_are_stored_as_sent(release: dict[str, Any]) -> None:
     assert kinds(release["objects"]) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-                                         "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount"]
+                                         "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Service",
+                                         "ServiceAccount"]
     for sent, stored in release["applied"]:
         assert dropped(sent, stored) == [], f"{sent['kind']}/{sent['metadata']['name']}"
     # a v1.20 server serves no policy/v1: the chart picked the API it serves

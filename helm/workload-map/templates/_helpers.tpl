@@ -117,3 +117,41 @@ version) decide. */}}
 {{- end }}
 {{- join "," $flags }}
 {{- end }}
+
+{{/* Whether the service serves HTTPS (tls.secretName or tls.certManager.enabled). */}}
+{{- define "workload-map.tls" -}}
+{{- if or .Values.tls.secretName .Values.tls.certManager.enabled }}true{{ end }}
+{{- end }}
+
+{{/* The TLS Secret: tls.secretName, else <fullname>-tls (the one the Certificate writes). */}}
+{{- define "workload-map.tlsSecret" -}}
+{{- .Values.tls.secretName | default (printf "%s-tls" (include "workload-map.fullname" .)) }}
+{{- end }}
+
+{{/* The name of the pod's and the Service's port, and the probes' and scrapes' scheme. */}}
+{{- define "workload-map.portName" -}}
+{{- if include "workload-map.tls" . }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/* Where the TLS Secret is mounted (a directory: the kubelet swaps its files on rotation). */}}
+{{- define "workload-map.tlsDir" -}}
+/etc/workload-map/tls
+{{- end }}
+
+{{/* A ServiceMonitor endpoint's scheme and tlsConfig with TLS on (nothing otherwise):
+metrics.serviceMonitor.tlsConfig, else the TLS Secret's ca.crt and the Service's DNS name. */}}
+{{- define "workload-map.scrapeTLS" -}}
+{{- if include "workload-map.tls" . }}
+scheme: https
+tlsConfig:
+  {{- with .Values.metrics.serviceMonitor.tlsConfig }}
+  {{- toYaml . | nindent 2 }}
+  {{- else }}
+  ca:
+    secret:
+      name: {{ include "workload-map.tlsSecret" . }}
+      key: ca.crt
+  serverName: {{ include "workload-map.fullname" . }}.{{ .Release.Namespace }}.svc
+  {{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,379 @@
+"""The authorization matrix: every route of the app x every kind of caller x both readers.
+
+Generated from the app's own routes: a route added without a row here fails
+`test_every_route_has_a_row`.  Each row says what each caller gets, against a real API server
+with real RBAC:
+
+* no token;
+* bob: a valid token with no rights;
+* alice: rights in one namespace only (get/list JobSets and pods in `authz`);
+* admin: system:masters.
+
+...on the live model (`secured`, the suite's --auth kubernetes service) and on direct reads
+(`--cache false`).  Rows that read a named object also check that a refusal does not depend on
+existence: the same 403, word for word, for an object that exists and for one that does not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+from starlette.routing import Mount
+
+from app.service.app import create_app
+from app.service.settings import Settings
+
+from ..consistency import hook
+from ..service.conftest import Server
+from .apiserver import ApiServer
+from .conftest import SERVICE_NS, token
+from .kubeobjects import Kubectl, reader_rbac
+from .test_workloads import _jobset_with_pods
+from .util import eventually
+
+NS, OTHER = "authz", "authz-other"
+USERS = (None, "bob", "alice", "admin")
+HOME = "local"  # the home cluster's name: the suite kubeconfig's context
+JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
+
+
+@dataclass
+class Ctx:
+    server: Server
+    cached: bool  # the live model answers (else every read goes to the API server)
+    user: str | None
+
+    def client(self) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token(self.user)}"} if self.user else {}
+        return httpx.Client(base_url=self.server.url, headers=headers, timeout=30,
+                            event_hooks={"request": [hook(self.server.url)]})
+
+
+@pytest.fixture(scope="module")
+def world(kubectl: Kubectl) -> None:
+    for ns in (NS, OTHER):
+        kubectl.ensure_namespace(ns)
+    _jobset_with_pods(kubectl, NS, "guarded")
+    _jobset_with_pods(kubectl, OTHER, "hidden")
+    for doc in reader_rbac("alice", NS, [("jobset.x-k8s.io", "jobsets")]):
+        kubectl.apply(doc)
+
+
+@pytest.fixture(scope="module")
+def direct(apiserver: ApiServer, world: None) -> Iterator[Server]:
+    s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS,
+               "--auth", "kubernetes", "--karta-resources", "false", "--cache", "false")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(params=["model", "direct"])
+def server(request: pytest.FixtureRequest, secured: Server, world: None) -> tuple[Server, bool]:
+    if request.param == "model":
+        return secured, True
+    return request.getfixturevalue("direct"), False
+
+
+# -- what a caller may expect ------------------------------------------------------------------
+
+def _problem(r: httpx.Response) -> tuple[int, str]:
+    assert r.headers["content-type"].startswith("application/problem+json"), (r.status_code, r.text)
+    return r.status_code, r.json()["detail"]
+
+
+def _same_refusal(a: httpx.Response, b: httpx.Response) -> None:
+    """A 403 for what exists and for what does not: the same answer, word for word."""
+    assert a.status_code == 403, a.text
+    assert _problem(a) == _problem(b), (a.text, b.text)
+
+
+def _events(c: httpx.Client, path: str, params: dict[str, Any], until: Callable[[dict[str, Any]], bool]
+            ) -> tuple[int, list[dict[str, Any]]]:
+    """Open a stream and read events until `until` says so (or the first event for a problem)."""
+    out: list[dict[str, Any]] = []
+    with c.stream("GET", path, params={**params, "watch": "true"}, timeout=20) as r:
+        if r.status_code != 200:
+            r.read()
+            return r.status_code, [r.json()]
+        for line in r.iter_lines():
+            if line.strip():
+                out.append(json.loads(line))
+                if until(out[-1]):
+                    break
+    return 200, out
+
+
+def _initial_end(ev: dict[str, Any]) -> bool:
+    return ev["type"] == "BOOKMARK" and bool(ev.get("initialEventsEnd"))
+
+
+def _names(rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(r["workload"]["namespace"], r["workload"]["name"]) for r in rows if r["workload"]["kind"] == "JobSet"}
+
+
+def open_route(path: str) -> Callable[[Ctx], None]:
+    def check(x: Ctx) -> None:
+        assert x.client().get(path).status_code == 200, path
+
+    return check
+
+
+def token_only(method: str, path: str, body: Any = None) -> Callable[[Ctx], None]:
+    """Needs a valid token, reads no cluster data."""
+    def check(x: Ctx) -> None:
+        r = x.client().request(method, path, json=body)
+        assert r.status_code == (401 if x.user is None else 200), (x.user, path, r.text)
+
+    return check
+
+
+def service_view(path: str, params: dict[str, Any] | None = None, watch: bool = False,
+                 needs_model: bool = False) -> Callable[[Ctx], None]:
+    """A cluster-wide view of the service (a non-resource URL): admin only."""
+    def check(x: Ctx) -> None:
+        c = x.client()
+        if watch:
+            status, evs = _events(c, path, params or {}, lambda ev: True)
+        else:
+            r = c.get(path, params=params)
+            status, evs = r.status_code, [r.json() if "json" in r.headers["content-type"] else r.text]
+        if x.user is None:
+            assert status == 401
+        elif x.user in ("bob", "alice"):
+            assert status == 403 and "not allowed to get" in evs[0]["detail"], (x.user, path, evs)
+        else:
+            assert status == (400 if needs_model and not x.cached else 200), (path, evs)
+
+    return check
+
+
+def one_workload(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
+    """GET {prefix}/workloads/{ns}/{name}: the object's own rights, before anything is looked up."""
+    def check(x: Ctx) -> None:
+        c = x.client()
+        if watch:
+            if not x.cached:  # streams come from the live model
+                status, evs = _events(c, f"{prefix}/workloads/{NS}/guarded", {}, lambda ev: True)
+                assert status == (401 if x.user is None else 400), evs
+                return
+            status, evs = _events(c, f"{prefix}/workloads/{NS}/guarded", {}, _initial_end)
+            if x.user is None:
+                assert status == 401
+            elif x.user == "bob":
+                assert status == 403, evs
+                other, _ = _events(c, f"{prefix}/workloads/{NS}/no-such-workload", {}, lambda ev: True)
+                assert other == 403
+            else:
+                assert status == 200 and evs[0]["type"] == "ADDED", evs
+                assert evs[0]["object"]["workload"]["name"] == "guarded"
+            return
+        r = c.get(f"{prefix}/workloads/{NS}/guarded")
+        if x.user is None:
+            assert r.status_code == 401
+            return
+        if x.user == "bob":
+            _same_refusal(r, c.get(f"{prefix}/workloads/{NS}/no-such-workload"))
+        else:
+            assert r.status_code == 200, r.text
+            assert r.json()["live"]["current"] == 5
+        if x.user in ("bob", "alice"):  # where they have no rights: existing or not, the same 403
+            for params in ({}, {"kind": "JobSet"}, {"kind": "jobsets", "apiVersion": JOBSET["apiVersion"]}):
+                _same_refusal(c.get(f"{prefix}/workloads/{OTHER}/hidden", params=params),
+                              c.get(f"{prefix}/workloads/{OTHER}/no-such-workload", params=params))
+        else:
+            assert c.get(f"{prefix}/workloads/{OTHER}/hidden").status_code == 200
+            assert c.get(f"{prefix}/workloads/{OTHER}/no-such-workload").status_code == 404
+
+    return check
+
+
+def workload_list(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
+    """GET {prefix}/workloads: exactly the rows the caller may list."""
+    def check(x: Ctx) -> None:
+        c = x.client()
+        seen: dict[str | None, set[tuple[str, str]]] = {}
+        for ns in (NS, None):
+            params = {"namespace": ns} if ns else {}
+            if watch:
+                status, evs = _events(c, f"{prefix}/workloads", params, _initial_end)
+                if status == 200:
+                    rows = [e["object"] for e in evs if e["type"] == "ADDED"]
+                elif x.user is not None and not x.cached:
+                    assert status == 400, evs  # streams come from the live model
+                    return
+            else:
+                r = c.get(f"{prefix}/workloads", params=params)
+                status, rows = r.status_code, (r.json().get("items") if r.status_code == 200 else None)
+            if x.user is None:
+                assert status == 401
+                return
+            assert status == 200, (x.user, rows)
+            seen[ns] = _names(rows or []) & {(NS, "guarded"), (OTHER, "hidden")}
+        expected = {"bob": set(), "alice": {(NS, "guarded")}, "admin": {(NS, "guarded"), (OTHER, "hidden")}}[x.user]
+        assert seen[None] == expected, (x.user, seen)
+        assert seen[NS] == expected & {(NS, "guarded")}, (x.user, seen)
+
+    return check
+
+
+def interpret_ref(path: str) -> Callable[[Ctx], None]:
+    """POST /interpret with a ref: the caller's `get` on the object, asked before it is read."""
+    def ref(ns: str, name: str) -> dict[str, Any]:
+        return {"ref": {**JOBSET, "namespace": ns, "name": name}}
+
+    def check(x: Ctx) -> None:
+        c = x.client()
+        # a manifest the caller sends reads nothing from the cluster: a valid token is enough
+        r = c.post(path, json={"object": {**JOBSET, "metadata": {"name": "sent", "namespace": OTHER},
+                                          "spec": {"replicatedJobs": []}}})
+        assert r.status_code == (401 if x.user is None else 200), r.text
+        r = c.post(path, json=ref(NS, "guarded"))
+        if x.user is None:
+            assert r.status_code == 401
+            return
+        if x.user == "bob":
+            _same_refusal(r, c.post(path, json=ref(NS, "no-such-workload")))
+        else:
+            assert r.status_code == 200 and r.json()["workload"]["name"] == "guarded", r.text
+        if x.user == "admin":
+            assert c.post(path, json=ref(OTHER, "hidden")).status_code == 200
+            assert c.post(path, json=ref(OTHER, "no-such-workload")).status_code == 404
+        else:
+            _same_refusal(c.post(path, json=ref(OTHER, "hidden")), c.post(path, json=ref(OTHER, "no-such-workload")))
+
+    return check
+
+
+def batch_refs(x: Ctx) -> None:
+    """POST /interpret/batch: each item's ref is read with the caller's rights (it used to be read
+    with the service's own)."""
+    items = [{"ref": {**JOBSET, "namespace": ns, "name": n}}
+             for ns, n in ((NS, "guarded"), (OTHER, "hidden"), (OTHER, "no-such-workload"))]
+    r = x.client().post("/interpret/batch", json={"items": items})
+    if x.user is None:
+        assert r.status_code == 401
+        return
+    assert r.status_code == 200, r.text
+    got = [(i["error"]["status"], i["error"]["detail"]) if "error" in i else (200, i["workload"]["name"])
+           for i in r.json()["items"]]
+    if x.user == "admin":
+        assert [g[0] for g in got] == [200, 200, 404] and got[1][1] == "hidden"
+        return
+    assert got[0] == ((200, "guarded") if x.user == "alice" else got[0]), got
+    if x.user == "bob":
+        assert got[0][0] == 403
+    assert got[1][0] == 403 and got[1] == got[2], got  # existence never shows through a refusal
+
+
+def metrics_for_workloads(x: Ctx) -> None:
+    service_view("/metrics/workloads", needs_model=True)(x)
+
+
+ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
+    ("GET", "/healthz"): [open_route("/healthz")],
+    ("GET", "/readyz"): [open_route("/readyz")],
+    ("GET", "/metrics"): [open_route("/metrics")],
+    ("GET", "/openapi.json"): [open_route("/openapi.json")],
+    ("GET", "/docs"): [open_route("/docs")],
+    ("GET", "/docs/oauth2-redirect"): [open_route("/docs/oauth2-redirect")],
+    ("GET", "/redoc"): [open_route("/redoc")],
+    ("GET", "/ui"): [open_route("/ui/")],
+    ("GET", "/ui/"): [open_route("/ui/")],
+    ("GET", "/ui/interpret"): [open_route("/ui/interpret")],
+    ("GET", "/ui/workloads/{namespace}/{name}"): [open_route(f"/ui/workloads/{NS}/guarded")],
+    ("GET", "/ui/definitions/{name}"): [open_route("/ui/definitions/x")],
+    ("GET", "/ui/fleet"): [open_route("/ui/fleet")],
+    ("GET", "/ui/clusters/{cluster}/workloads/{namespace}/{name}"):
+        [open_route(f"/ui/clusters/{HOME}/workloads/{NS}/guarded")],
+    ("GET", "/ui/static"): [open_route("/ui/static/ui.css")],
+    ("GET", "/definitions"): [token_only("GET", "/definitions")],
+    ("GET", "/definitions/{name}"): [token_only("GET", "/definitions/jobset-x-k8s-io-jobset-v1alpha2")],
+    ("POST", "/definitions/validate"): [token_only("POST", "/definitions/validate",
+                                                    {"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+                                                     "metadata": {"name": "x"}, "spec": {}})],
+    ("POST", "/interpret"): [interpret_ref("/interpret")],
+    ("POST", "/interpret/batch"): [batch_refs],
+    ("GET", "/workloads/{namespace}/{name}"): [one_workload(""), one_workload("", watch=True)],
+    ("GET", "/clusters/{cluster}/workloads/{namespace}/{name}"):
+        [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True)],
+    ("GET", "/workloads"): [workload_list(""), workload_list("", watch=True)],
+    ("GET", "/clusters/{cluster}/workloads"):
+        [workload_list(f"/clusters/{HOME}"), workload_list(f"/clusters/{HOME}", watch=True)],
+    ("GET", "/clusters"): [service_view("/clusters"), service_view("/clusters", watch=True)],
+    ("GET", "/clusters/{cluster}"): [service_view(f"/clusters/{HOME}")],
+    ("GET", "/model"): [service_view("/model"), service_view("/model", {"cluster": HOME})],
+    ("GET", "/metrics/workloads"): [metrics_for_workloads],
+}
+
+
+def _app_routes() -> set[tuple[str, str]]:
+    routes: set[tuple[str, str]] = set()
+    for r in create_app(Settings()).routes:
+        if isinstance(r, Mount):
+            routes.add(("GET", r.path))
+            continue
+        for m in sorted(getattr(r, "methods", None) or []):
+            if m != "HEAD":
+                routes.add((m, r.path))  # type: ignore[attr-defined]
+    return routes
+
+
+def test_every_route_has_a_row() -> None:
+    """A route added later without a row in ROWS fails here (and a row of a removed route too)."""
+    routes = _app_routes()
+    assert any(isinstance(r, APIRoute) for r in create_app(Settings()).routes)
+    assert routes == set(ROWS), {"without a row": sorted(routes - set(ROWS)), "stale rows": sorted(set(ROWS) - routes)}
+
+
+@pytest.mark.parametrize("user", USERS, ids=lambda u: u or "no-token")
+@pytest.mark.parametrize("route", sorted(ROWS), ids=lambda r: f"{r[0]} {r[1]}")
+def test_matrix(route: tuple[str, str], user: str | None, server: tuple[Server, bool]) -> None:
+    s, cached = server
+    if cached:  # read-your-writes: the model has applied the fixtures before the first check
+        eventually(lambda: httpx.get(s.url + f"/workloads/{NS}/guarded", timeout=10,
+                                     headers={"Authorization": f"Bearer {token('admin')}"}).status_code == 200,
+                   timeout=30, what="the model has the fixtures")
+    for check in ROWS[route]:
+        check(Ctx(s, cached, user))
+
+
+def test_reads_are_audited(secured: Server, world: None) -> None:
+    """One audit line per read of cluster data: who, which route, cluster, namespace, decision."""
+    alice = Ctx(secured, True, "alice").client()
+    bob = Ctx(secured, True, "bob").client()
+
+    def audit() -> list[dict[str, Any]]:
+        lines = [json.loads(x) for x in secured.output().splitlines() if x.startswith("{")]
+        return [x for x in lines if x.get("logger") == "wlmap.audit"]
+
+    def interprets() -> int:
+        return sum(1 for x in audit() if x["route"] == "/interpret")
+
+    before = interprets()
+    assert alice.post("/interpret", json={"object": {**JOBSET, "metadata": {"name": "x"}}}).status_code == 200
+    assert alice.get(f"/workloads/{NS}/guarded", params={"kind": "JobSet"}).status_code == 200
+    assert bob.get(f"/workloads/{OTHER}/hidden", params={"kind": "JobSet"}).status_code == 403
+
+    def line(user: str, ns: str) -> dict[str, Any] | None:
+        lines = [x for x in audit() if x["user"] == user and ns in x["namespaces"]
+                 and x["route"] == "/workloads/{namespace}/{name}"]
+        return lines[-1] if lines else None  # this test's own request is the latest
+
+    eventually(lambda: line("alice", NS) is not None and line("bob", OTHER) is not None, timeout=10,
+               what="audit lines")
+    a, b = line("alice", NS), line("bob", OTHER)
+    assert a is not None and b is not None
+    assert a["decision"] == "allow" and a["status"] == 200 and a["clusters"] == [HOME]
+    assert {"verb": "get", "resource": "jobsets.jobset.x-k8s.io", "namespace": NS, "allowed": True,
+            "cluster": HOME} in a["checks"]
+    assert b["decision"] == "deny" and b["status"] == 403 and b["path"] == f"/workloads/{OTHER}/hidden"
+    # a manifest sent in the request reads no cluster data: no audit line, and no token anywhere
+    assert interprets() == before
+    assert not re.search(r"test-\w+-token", secured.output())

@@ -1,0 +1,231 @@
+"""Evaluation cannot be starved: every way an isolated evaluation ends gives its worker back
+(or a fresh one), waiting for a worker has a bound (503), numbers no JSON can carry are refused
+up front (422 naming where), and a worker has a memory limit.  Real worker processes, a real
+`wlmap serve` over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from app.engine.interpret import InterpretationError
+from app.karta.load import definition_from_document
+from app.service import evaluator
+
+from .conftest import Server
+from .test_api import TASK, problem
+from .test_deadline import BASE, hostile
+
+BIG = 2**64  # one beyond what orjson (and so any JSON the service writes) can carry
+
+
+def _definition(expr: str, name: str) -> object:
+    d = hostile(expr)
+    d["metadata"]["name"] = name
+    return definition_from_document(d, "inline", "inline")
+
+
+def _task(name: str, **spec: object) -> dict:
+    t = copy.deepcopy(TASK)
+    t["metadata"]["name"] = name
+    t["spec"].update(spec)
+    return t
+
+
+# -- the pool itself ----------------------------------------------------------------------
+
+def _with_pool(queue_timeout: float, deadline: float, scenario: Callable[[Any], Awaitable[None]]) -> None:
+    """Run `scenario(pool)` against a started pool of one worker, closed afterwards."""
+    async def run() -> None:
+        pool = evaluator.Pool(1, deadline=deadline, queue_timeout=queue_timeout)
+        await pool.start()
+        try:
+            await scenario(pool)
+        finally:
+            await pool.close()
+
+    asyncio.run(run())
+
+
+QUICK = _definition(".spec.workers", "quick")
+
+
+def test_a_cancelled_evaluation_does_not_hand_its_stale_reply_to_the_next_caller() -> None:
+    """Cancelled while its worker computes (a client gone, a model closed): the reply it leaves
+    in the pipe must never reach the next caller, and the pool must keep serving."""
+    slow = _definition("0 | until(. >= 300000; . + 1)", "slow")  # finishes, but not at once
+
+    async def scenario(pool: Any) -> None:
+        job = asyncio.ensure_future(pool.interpret(slow, _task("first"), None))
+        await asyncio.sleep(0.3)
+        job.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await job
+        for name in ("second", "third"):
+            result = await asyncio.wait_for(pool.interpret(QUICK, _task(name, workers=7), None), 30)
+            assert result["workload"]["name"] == name  # its own answer, not the stale one
+            assert result["totals"]["pods"] == 7
+
+    _with_pool(15, 20, scenario)
+
+
+def test_an_input_that_cannot_be_encoded_costs_no_worker() -> None:
+    async def scenario(pool: Any) -> None:
+        for _ in range(3):
+            with pytest.raises(InterpretationError, match="cannot be encoded"):
+                await pool.interpret(QUICK, _task("big", workers=BIG), None)
+        result = await asyncio.wait_for(pool.interpret(QUICK, _task("ok"), None), 30)
+        assert result["workload"]["name"] == "ok"
+
+    _with_pool(15, 20, scenario)
+
+
+def test_waiting_for_a_worker_is_bounded() -> None:
+    hang = _definition("until(false; .)", "hang")
+
+    async def scenario(pool: Any) -> None:
+        busy = asyncio.ensure_future(pool.interpret(hang, _task("hang"), None))
+        await asyncio.sleep(0.2)
+        with pytest.raises(evaluator.EvaluationBusy):
+            await asyncio.wait_for(pool.interpret(QUICK, _task("waits"), None), 30)
+        busy.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await busy
+        result = await asyncio.wait_for(pool.interpret(QUICK, _task("after"), None), 30)
+        assert result["workload"]["name"] == "after"
+
+    _with_pool(0.3, 5, scenario)
+
+
+# -- over HTTP ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pool_server() -> Server:
+    s = Server("--eval-workers", "2", "--eval-deadline", "3")
+    yield s
+    s.stop()
+
+
+def _yaml_request(obj: dict, definition: dict) -> bytes:
+    return yaml.safe_dump({"object": obj, "definition": definition}).encode()
+
+
+def test_unencodable_numbers_do_not_starve_the_workers(pool_server: Server) -> None:
+    """The reported repro: a YAML body with an integer beyond 64 bits and an inline definition,
+    twice (as many as there are workers), then an ordinary inline request."""
+    with httpx.Client(base_url=pool_server.url, timeout=10) as c:
+        for _ in range(2):
+            r = c.post("/interpret", content=_yaml_request(_task("big", workers=BIG), BASE),
+                       headers={"content-type": "application/yaml"})
+            body = problem(r, 422)
+            assert body["type"].endswith("unencodable-number")
+            assert body["errors"][0]["path"] == "object.spec.workers"
+        r = c.post("/interpret", json={"object": TASK, "definition": BASE})
+        assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("media,body,path", [
+    ("application/yaml", "object:\n  apiVersion: v1\n  kind: X\n  spec: {replicas: 99999999999999999999999}\n",
+     "object.spec.replicas"),
+    ("application/yaml", "object:\n  apiVersion: v1\n  kind: X\n  spec: {ratio: .nan}\n", "object.spec.ratio"),
+    ("application/yaml", "object:\n  apiVersion: v1\n  kind: X\n  spec: {list: [1, -.inf]}\n", "object.spec.list[1]"),
+    ("application/json", '{"object": {"apiVersion": "v1", "kind": "X", "spec": {"replicas": 99999999999999999999999}}}',
+     "object.spec.replicas"),
+    ("application/json", '{"object": {"apiVersion": "v1", "kind": "X", "spec": {"n": -9223372036854775809}}}',
+     "object.spec.n"),
+    ("application/json", '{"object": {"apiVersion": "v1", "kind": "X", "spec": {"ratio": NaN}}}', "object.spec.ratio"),
+    ("application/json", '{"object": {"apiVersion": "v1", "kind": "X", "spec": {"big": 1e400}}}', "object.spec.big"),
+])
+def test_numbers_no_json_can_carry_are_refused_with_their_path(pool_server: Server, media: str, body: str,
+                                                               path: str) -> None:
+    with httpx.Client(base_url=pool_server.url, timeout=10) as c:
+        sent = [("/interpret", body)] + ([("/interpret/batch", f'{{"items": [{body}]}}')] if "json" in media else [])
+        for route, content in sent:
+            r = c.post(route, content=content, headers={"content-type": media})
+            got = problem(r, 422)
+            assert got["type"].endswith("unencodable-number"), got
+            assert got["errors"][0]["path"].endswith(path), got
+
+
+def test_64_bit_integers_are_accepted(pool_server: Server) -> None:
+    with httpx.Client(base_url=pool_server.url, timeout=10) as c:
+        for n in (2**64 - 1, -(2**63)):
+            r = c.post("/interpret", json={"object": _task("edge", workers=n), "definition": BASE})
+            assert r.status_code == 200, r.text
+        r = c.post("/interpret", json={"object": _task("edge", label="x" + "1" * 30), "definition": BASE})
+        assert r.status_code == 200, r.text  # 19 digits in a string are no number
+
+
+def test_a_busy_pool_answers_503_with_retry_after() -> None:
+    s = Server("--eval-workers", "1", "--eval-deadline", "3", "--eval-queue-timeout", "0.5")
+    hog_done = threading.Event()
+
+    def hog() -> None:
+        with httpx.Client(base_url=s.url, timeout=30) as c:
+            c.post("/interpret", json={"object": TASK, "definition": hostile("until(false; .)")})
+        hog_done.set()
+
+    try:
+        with httpx.Client(base_url=s.url, timeout=10) as c:
+            assert c.post("/interpret", json={"object": TASK, "definition": BASE}).status_code == 200  # worker up
+            threading.Thread(target=hog, daemon=True).start()
+            r, until = None, time.monotonic() + 20
+            while time.monotonic() < until and not hog_done.is_set():  # until the hog has the only worker
+                r = c.post("/interpret", json={"object": TASK, "definition": BASE})
+                if r.status_code != 200:
+                    break
+            body = problem(r, 503)
+            assert body["type"].endswith("evaluation-busy")
+            assert r.headers["retry-after"] == "1"
+            assert hog_done.wait(30)
+            for _ in range(40):  # the hog's worker was killed at the deadline: served again once replaced
+                r = c.post("/interpret", json={"object": TASK, "definition": BASE})
+                if r.status_code != 503:
+                    break
+                time.sleep(0.5)
+            assert r.status_code == 200, r.text
+    finally:
+        s.stop()
+
+
+def test_a_worker_that_exhausts_its_memory_is_replaced() -> None:
+    s = Server("--eval-workers", "1", "--eval-deadline", "10", "--eval-worker-memory", "400")
+    try:
+        with httpx.Client(base_url=s.url, timeout=30) as c:
+            for _ in range(2):
+                r = c.post("/interpret", json={"object": TASK,
+                                               "definition": hostile('("x" * 1000000000) | length')})
+                body = problem(r, 422)
+                assert body["type"].endswith("evaluation-memory-exceeded"), body
+                assert "400 MiB" in body["detail"]
+            r = c.post("/interpret", json={"object": TASK, "definition": BASE})
+            assert r.status_code == 200, r.text
+            assert "wlmap_evaluation_worker_restarts_total" in c.get("/metrics").text
+    finally:
+        s.stop()
+
+
+# -- the CLI ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["spec: {replicas: 99999999999999999999999}\n", "spec: {ratio: .inf}\n",
+                                  ('{"apiVersion": "acme.example.com/v1", "kind": "BatchTask", "metadata": {"name": "t"}, '
+                                   '"spec": {"replicas": 99999999999999999999999}}')])
+def test_cli_refuses_numbers_no_json_can_carry(tmp_path: Path, text: str) -> None:
+    f = tmp_path / "task.yaml"
+    f.write_text("apiVersion: acme.example.com/v1\nkind: BatchTask\nmetadata: {name: t}\n" + text
+                 if not text.startswith("{") else text)
+    wlmap = Path(sys.executable).parent / "wlmap"
+    r = subprocess.run([str(wlmap), "interpret", str(f)], check=False, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "spec." in r.stderr and "Traceback" not in r.stderr, r.stderr
