@@ -8,13 +8,10 @@ component has a scale, and the alpha gang candidates per component.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
-
-from cachetools import LRUCache
 
 from ..jqlang import JqParseError, parse
 from ..jqlang.calls import called_functions
@@ -22,6 +19,7 @@ from ..jqlang.paths import Tree, merge, needs
 from ..karta.load import Definition
 from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, PodGroupMember
 from .jqbatch import GOJQ_UNDEFINED, Batch
+from .memo import COMPILED_FACTOR, ByteLRU, held_bytes
 from .native import why_not
 
 
@@ -244,23 +242,20 @@ class CompiledDefinition:
 
 
 
-_cache: LRUCache[str, CompiledDefinition] = LRUCache(maxsize=1024)
-_cache_lock = threading.Lock()
+# By digest, bounded by bytes: definitions from requests can be large and many.
+COMPILED_BYTES = 128 * 1024 * 1024
+_cache: ByteLRU[str, CompiledDefinition] = ByteLRU(COMPILED_BYTES)
 stats = {"hits": 0, "misses": 0}
 
 
 def compiled(d: Definition) -> CompiledDefinition:
     """The compiled form of a definition, cached by its digest."""
-    with _cache_lock:
-        hit = _cache.get(d.digest)
-        if hit is not None:
-            stats["hits"] += 1
-            return hit
-    c = CompiledDefinition.build(d)
-    with _cache_lock:
-        stats["misses"] += 1
-        _cache[d.digest] = c
-    return c
+    hit = _cache.get(d.digest)
+    if hit is not None:
+        stats["hits"] += 1
+        return hit
+    stats["misses"] += 1
+    return _cache.put(d.digest, CompiledDefinition.build(d), held_bytes(d.raw, COMPILED_FACTOR))
 
 
 def evaluation(d: Definition) -> dict[str, Any]:
@@ -280,5 +275,4 @@ def evaluation(d: Definition) -> dict[str, Any]:
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
+    _cache.clear()

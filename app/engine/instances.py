@@ -188,8 +188,9 @@ def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
 
 # _type_problem outcomes by (Go type, JSON text): extracted pod templates repeat across
 # interpretations, and printing one (C) costs a tenth of walking it (Python).  (Extracted values
-# are JSON values, for which the text determines the outcome.)
-_problems: Memo[tuple[str, bytes], str | None] = Memo(maxsize=4096)
+# are JSON values, for which the text determines the outcome.)  The texts are the caller's (up
+# to a request body each): bounded by their bytes too.
+_problems: Memo[tuple[str, bytes], str | None] = Memo(maxsize=4096, max_bytes=32 * 1024 * 1024)
 
 
 def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None:
@@ -200,7 +201,7 @@ def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None
         return _problems[key]
     except KeyError:
         pass
-    return _problems.put(key, _type_problem(v, shape, "value"))
+    return _problems.put(key, _type_problem(v, shape, "value"), len(text))
 
 
 def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> tuple[Any, bytes | None]:

@@ -8,13 +8,11 @@ are given (attribution.py).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from cachetools import LRUCache
 
 from ..karta.load import Definition
 from ..karta.model import ComponentDefinition
@@ -24,7 +22,7 @@ from .inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noq
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .jqbatch import Result
-from .memo import Memo
+from .memo import PY_OBJECT_FACTOR, ByteLRU, Memo, held_bytes
 from .pods import PodInput
 from .quantity import QuantityError
 from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
@@ -138,7 +136,9 @@ class _PodFacts:
         return hit
 
 
-_pod_facts: Memo[tuple[bytes | None, ...], _PodFacts] = Memo(maxsize=4096)
+# Keyed by the pod definition's JSON texts, which a caller writes (up to a request body each);
+# a view holds parts of the template: accounted at the key's length x (1 + PY_OBJECT_FACTOR).
+_pod_facts: Memo[tuple[bytes | None, ...], _PodFacts] = Memo(maxsize=4096, max_bytes=64 * 1024 * 1024)
 
 
 def _facts(inst: ExtractedInstance) -> _PodFacts:
@@ -149,7 +149,7 @@ def _facts(inst: ExtractedInstance) -> _PodFacts:
     per_pod = _instance_requests(inst)
     facts = _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
     if key is not None:
-        _pod_facts.put(key, facts)
+        _pod_facts.put(key, facts, sum(len(t) for t in key if t is not None) * (1 + PY_OBJECT_FACTOR))
     return facts
 
 
@@ -333,9 +333,13 @@ Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch,
 # jq results by (definition, input key): schedulers re-interpret unchanged workloads every
 # placement round, and the key holds exactly what the expressions can read (inputs.py), so
 # equal keys mean equal results.  Only the jq stage is reused; the rest always runs on the
-# object itself.
-_jq_results: LRUCache[tuple[str, bytes | str], list[Result]] = LRUCache(maxsize=2048)
-_jq_results_lock = threading.Lock()
+# object itself.  A caller chooses the objects (keys of up to a request body each, results
+# that hold parts of them), so the bound is in bytes: key and results as accounted by
+# memo.held_bytes.  benchmarks/data/jobset-16k.json's entry is ~40 KB: 80 MiB keeps ~2,000 such
+# (main kept 2,048 entries of any size).  An entry over 1 MiB is a caller's giant, not a
+# scheduler's workload: not kept.
+JQ_RESULT_BYTES = 80 * 1024 * 1024
+_jq_results: ByteLRU[tuple[str, bytes | str], list[Result]] = ByteLRU(JQ_RESULT_BYTES, max_entry=1024 * 1024)
 JQ_RESULT_CACHE = True  # the benchmark turns it off to measure cold evaluations
 
 
@@ -343,14 +347,12 @@ def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | N
     key = (cd.definition.digest, inp.key)
     cacheable = JQ_RESULT_CACHE and not cd.time_dependent
     if cacheable:
-        with _jq_results_lock:
-            hit = _jq_results.get(key)
+        hit = _jq_results.get(key)
         if hit is not None:
             return hit
     row = cd.workload.run(inp, (lambda i: progress(0, i)) if progress else None)
     if cacheable:
-        with _jq_results_lock:
-            _jq_results[key] = row
+        _jq_results.put(key, row, len(inp.key) + held_bytes([(r.values, r.error) for r in row]))
     return row
 
 

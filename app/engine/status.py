@@ -14,7 +14,7 @@ from typing import Any
 from ..karta.model import StatusDefinition, StatusMatcher
 from .instances import ExtractionError
 from .jqbatch import Result
-from .memo import Memo
+from .memo import DEFINITION_FACTOR, Memo
 from .values import go_json_type, gojq_tostring
 
 EVALUATION_ORDER = ["Resuming", "Suspending", "Suspended", "Running", "Failed", "Completed", "Initializing",
@@ -96,15 +96,16 @@ def _matcher(m: StatusMatcher) -> _Matcher:
 
 
 # Plans by id(definition); each entry holds its definition, so that id is not reused while it is
-# cached.
-_plans: Memo[int, tuple[StatusDefinition, _Plan]] = Memo(maxsize=1024)
+# cached.  Definitions sent in requests can be megabytes: bounded by the bytes they hold too.
+_plans: Memo[int, tuple[StatusDefinition, _Plan]] = Memo(maxsize=1024, max_bytes=64 * 1024 * 1024)
 
 
 def _plan(sd: StatusDefinition) -> _Plan:
     hit = _plans.get(id(sd))
     if hit is not None:
         return hit[1]
-    return _plans.put(id(sd), (sd, _Plan.of(sd)))[1]
+    size = len(sd.model_dump_json(by_alias=True)) * DEFINITION_FACTOR
+    return _plans.put(id(sd), (sd, _Plan.of(sd)), size)[1]
 
 
 def evaluate_status(sd: StatusDefinition, results: dict[str, Result], path: str) -> StatusResult:

@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 import yaml
-from cachetools import LRUCache
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -45,7 +44,8 @@ from . import fleet_reads, metrics, streams
 from .auth import Authorizer
 from .cluster import Cluster, cluster_specs
 from .evaluator import EvaluationBusy, EvaluationCrashed, EvaluationOutOfMemory, EvaluationTimeout, Evaluator
-from .middleware import ServiceMiddleware
+from .inline import InlineDefinitions
+from .middleware import BodyLimits, ServiceMiddleware
 from .models import (
     BatchRequest,
     BatchResponse,
@@ -108,6 +108,12 @@ def _is_manifest(doc: Any) -> bool:
     return isinstance(doc, dict) and "apiVersion" in doc and "kind" in doc and "object" not in doc
 
 
+def metric_label(d: Definition) -> str:
+    """A definition's name as a metric label: a request's own definition is "inline" (its name
+    is the caller's to choose, and every new label value is a series kept for good)."""
+    return "inline" if d.source == "inline" else d.name
+
+
 def _dumps(v: Any) -> Response:
     return Response(orjson.dumps(v), media_type=JSON)
 
@@ -129,7 +135,7 @@ class Service:
                                lambda: self.cluster.access if self.cluster is not None else None)
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
                                    settings.eval_queue_timeout, settings.eval_worker_memory)
-        self.inline: LRUCache[str, Definition] = LRUCache(maxsize=256)
+        self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()
         self.workload_metrics: WorkloadMetrics | None = None
@@ -154,19 +160,13 @@ class Service:
         if not self.settings.allow_inline_definitions:
             raise ProblemError(403, "inline-definitions-disabled", "Inline definitions are disabled",
                                "this service does not accept definitions in requests")
-        key = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
-        d = self.inline.get(key)
-        if d is None:
-            try:
-                d = definition_from_document(doc, "inline", "inline")
-            except NotAKarta as e:
-                raise ProblemError(422, "invalid-definition", "Invalid definition", str(e)) from None
-            self.inline[key] = d
-        if not d.valid:
-            raise ProblemError(422, "invalid-definition", "Invalid definition",
-                               reference_text(d.findings) or "the definition is invalid",
-                               [f.as_dict() for f in d.findings if f.level == "error"])
-        return d
+        return self.inline.definition(doc)
+
+    def bound_pods(self, n: int) -> None:
+        """Pods are interpreted one by one: their number in one request is bounded (--max-pods)."""
+        if n > self.settings.max_pods:
+            raise ProblemError(413, "too-many-pods", "Too many pods",
+                               f"{n} pods in one request; at most {self.settings.max_pods} (--max-pods)")
 
     def resolve(self, obj: dict[str, Any]) -> Definition:
         try:
@@ -199,6 +199,7 @@ class Service:
                 raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
                                    [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
                                     for err in e.errors()]) from None
+        self.bound_pods(len(env.pods or ()))
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
@@ -222,28 +223,29 @@ class Service:
         return result
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+        label = metric_label(d)
         try:
             result = await self.evaluator.interpret(d, obj, pods)
         except InterpretationError as e:
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "definition").inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "definition").inc()
             raise ProblemError(422, "interpretation-failed", "Interpretation failed", str(e), e.errors) from None
         except EvaluationTimeout as e:
-            metrics.DEADLINE_HITS.labels(d.name).inc()
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "deadline").inc()
+            metrics.DEADLINE_HITS.labels(label).inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "deadline").inc()
             raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
                                [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
         except EvaluationOutOfMemory as e:
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "memory").inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "memory").inc()
             raise ProblemError(422, "evaluation-memory-exceeded", "Evaluation memory exceeded", str(e)) from None
         except EvaluationBusy as e:  # the live model retries these later; a client is told when
             raise ProblemError(503, "evaluation-busy", "Evaluation workers busy", str(e),
                                headers={"Retry-After": str(e.retry_after)}) from None
         except EvaluationCrashed as e:
-            metrics.INTERPRETATION_ERRORS.labels(d.name, "crash").inc()
+            metrics.INTERPRETATION_ERRORS.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
-        metrics.INTERPRETATIONS.labels(d.name, phase_of(result)).inc()
+        metrics.INTERPRETATIONS.labels(label, phase_of(result)).inc()
         for e in result.get("errors") or []:
-            metrics.PARTIAL_PARTS.labels(d.name, e["part"]).inc()
+            metrics.PARTIAL_PARTS.labels(label, e["part"]).inc()
         return result
 
     # -- cluster ---------------------------------------------------------------------------
@@ -390,6 +392,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
     streams.Limits.buffer, streams.Limits.write_timeout = settings.stream_buffer, settings.stream_write_timeout
+    streams.Limits.per_caller, streams.Limits.total = settings.max_streams_per_caller, settings.max_streams
+    BodyLimits.inflight, BodyLimits.seconds = settings.max_inflight_body_bytes, settings.body_read_timeout
     service = Service(settings)
 
     @contextlib.asynccontextmanager
@@ -469,6 +473,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
 
         request.scope["state"]["items"] = len(req.items)
+        service.bound_pods(sum(len(i.pods or ()) for i in req.items))
         results = await asyncio.gather(*(one(i) for i in req.items))
         return _dumps({"items": results})
 

@@ -86,6 +86,16 @@ def _public(path: str) -> bool:
     return path in PUBLIC or path == "/ui" or path.startswith("/ui/")
 
 
+class BodyLimits:
+    """Bodies are held whole while their request runs: what all requests in progress hold is
+    bounded (--max-inflight-body-bytes: 503 beyond, never less than one largest body), as is the
+    time to send one (--body-read-timeout: 408), so neither many nor slow senders can make the
+    service hold memory at will.  Set by create_app."""
+
+    inflight = 32 * 1024 * 1024
+    seconds = 30.0
+
+
 class _Route:
     """Stands in for the matched route of the fast path (the metric and log label)."""
 
@@ -106,6 +116,8 @@ class ServiceMiddleware:
     def __init__(self, app: Any, max_body: int, fast_interpret: Any = None, authenticate: Any = None):
         self.app, self.max_body, self.fast_interpret = app, max_body, fast_interpret
         self.authenticate = authenticate  # (scope) -> None, raises ProblemError (401/503)
+        self.max_inflight, self.body_seconds = max(BodyLimits.inflight, max_body), BodyLimits.seconds
+        self.inflight = 0  # body bytes held by the requests in progress
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -119,11 +131,14 @@ class ServiceMiddleware:
         for name, value in scope.get("headers") or []:
             if name == b"content-length":
                 try:
-                    too_big = int(value) > limit
+                    declared = int(value)
                 except ValueError:
-                    too_big = False
-                if too_big:
+                    declared = 0
+                if declared > limit:
                     await self._reject(scope, receive, send, info, started)
+                    return
+                if self.inflight + declared > self.max_inflight:
+                    await self._reject(scope, receive, send, info, started, problem=self._busy())
                     return
 
         # Read the whole body here (it is bounded), so an oversized chunked body is a 413 before
@@ -131,20 +146,31 @@ class ServiceMiddleware:
         body = b""
         if scope.get("method") in ("POST", "PUT", "PATCH"):
             chunks, size = [], 0
-            while True:
-                msg = await receive()
-                if msg["type"] == "http.disconnect":
-                    self._record(scope, info, started)
-                    return
-                chunk = msg.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    chunks.clear()  # not held while the rest is drained
-                    await self._reject(scope, receive, send, info, started, more=bool(msg.get("more_body")))
-                    return
-                chunks.append(chunk)
-                if not msg.get("more_body"):
-                    break
+            try:
+                async with asyncio.timeout(self.body_seconds):
+                    while True:
+                        msg = await receive()
+                        if msg["type"] == "http.disconnect":
+                            self._record(scope, info, started)
+                            return
+                        chunk = msg.get("body", b"")
+                        size += len(chunk)
+                        if size > limit or self.inflight + len(chunk) > self.max_inflight:
+                            chunks.clear()  # not held while the rest is drained
+                            await self._reject(scope, receive, send, info, started, more=bool(msg.get("more_body")),
+                                               problem=None if size > limit else self._busy())
+                            return
+                        chunks.append(chunk)
+                        self.inflight += len(chunk)
+                        info["held"] = info.get("held", 0) + len(chunk)
+                        if not msg.get("more_body"):
+                            break
+            except TimeoutError:
+                chunks.clear()
+                await self._reject(scope, receive, send, info, started, problem=(
+                    408, "body-timeout", "Request body too slow",
+                    f"the request body did not arrive within {self.body_seconds:g} s", {}))
+                return
             body = b"".join(chunks)
         replayed = False
 
@@ -209,21 +235,29 @@ class ServiceMiddleware:
         await send({"type": "http.response.start", "status": e.status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
+    def _busy(self) -> tuple[int, str, str, str, dict[str, str]]:
+        return (503, "busy", "Server busy",
+                f"the requests in progress hold {self.max_inflight} bytes of bodies (--max-inflight-body-bytes); "
+                "try again shortly", {"retry-after": "1"})
+
     async def _reject(self, scope: dict[str, Any], receive: Any, send: Any, info: dict[str, Any], started: float,
-                      more: bool = True) -> None:
-        """413, then drain the rest of the body (bounded) and close.
+                      more: bool = True, problem: tuple[int, str, str, str, dict[str, str]] | None = None) -> None:
+        """413 (or `problem`: status, slug, title, detail, headers), then drain the rest of the
+        body (bounded, nothing kept) and close.
 
         The answer is written whole at once, but its last (empty) body message is held back
         while the body is drained: uvicorn closes the connection as soon as a `connection:
         close` response is complete, and from then on its `receive()` only says disconnect, so
         draining must happen before completion.  `more` is False when the body has already
         been read to its end."""
-        body = orjson.dumps(problem_body(413, "body-too-large", "Request body too large",
-                                         f"the request body exceeds {self.max_body} bytes", scope.get("path")))
-        info["status"] = 413
-        await send({"type": "http.response.start", "status": 413,
+        status, slug, title, detail, headers = problem or (
+            413, "body-too-large", "Request body too large", f"the request body exceeds {self.max_body} bytes", {})
+        body = orjson.dumps(problem_body(status, slug, title, detail, scope.get("path")))
+        info["status"] = status
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/problem+json"),
-                                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+                                (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
+                                *((k.encode(), v.encode()) for k, v in headers.items())]})
         await send({"type": "http.response.body", "body": body, "more_body": True})
         self._record(scope, info, started)  # the latency of the answer, not of the drain
         if more:
@@ -242,6 +276,7 @@ class ServiceMiddleware:
         await send({"type": "http.response.body", "body": b""})  # complete: the server closes
 
     def _record(self, scope: dict[str, Any], info: dict[str, Any], started: float) -> None:
+        self.inflight -= info.pop("held", 0)  # every way a request ends comes here once: its body is let go
         duration = time.perf_counter() - started
         route = scope.get("route")
         template = getattr(route, "path", None) or "unmatched"

@@ -59,6 +59,11 @@ class Settings:
     watch_namespaces: list[str] = field(default_factory=list)
     stream_buffer: int = 1000
     stream_write_timeout: float = 10.0
+    max_streams_per_caller: int = 10
+    max_streams: int = 1000
+    max_pods: int = 10000
+    max_inflight_body_bytes: int = 32 * 1024 * 1024
+    body_read_timeout: float = 30.0
     clusters: list[str] = field(default_factory=list)  # NAME=KUBECONFIG[#CONTEXT]
     kubeconfig_contexts: str = "current"  # current | all
     cluster_name: str | None = None
@@ -102,6 +107,13 @@ class Settings:
         s.stream_buffer = int(_env("stream_buffer", str(s.stream_buffer)) or s.stream_buffer)
         s.stream_write_timeout = float(_env("stream_write_timeout", str(s.stream_write_timeout)) or
                                        s.stream_write_timeout)
+        s.max_streams_per_caller = int(_env("max_streams_per_caller", str(s.max_streams_per_caller)) or
+                                       s.max_streams_per_caller)
+        s.max_streams = int(_env("max_streams", str(s.max_streams)) or s.max_streams)
+        s.max_pods = int(_env("max_pods", str(s.max_pods)) or s.max_pods)
+        s.max_inflight_body_bytes = int(_env("max_inflight_body_bytes", str(s.max_inflight_body_bytes)) or
+                                        s.max_inflight_body_bytes)
+        s.body_read_timeout = float(_env("body_read_timeout", str(s.body_read_timeout)) or s.body_read_timeout)
         s.clusters = [c.strip() for c in (_env("clusters") or "").split(",") if c.strip()]
         s.kubeconfig_contexts = _env("kubeconfig_contexts", s.kubeconfig_contexts) or s.kubeconfig_contexts
         s.cluster_name = _env("cluster_name") or None
@@ -139,6 +151,10 @@ class Settings:
                 "WLMAP_LOG_LEVEL": self.log_level, "WLMAP_CACHE": str(self.cache).lower(),
                 "WLMAP_WATCH_NAMESPACE": ",".join(self.watch_namespaces),
                 "WLMAP_STREAM_BUFFER": str(self.stream_buffer), "WLMAP_STREAM_WRITE_TIMEOUT": str(self.stream_write_timeout),
+                "WLMAP_MAX_STREAMS_PER_CALLER": str(self.max_streams_per_caller),
+                "WLMAP_MAX_STREAMS": str(self.max_streams),
+                "WLMAP_MAX_PODS": str(self.max_pods), "WLMAP_MAX_INFLIGHT_BODY_BYTES": str(self.max_inflight_body_bytes),
+                "WLMAP_BODY_READ_TIMEOUT": str(self.body_read_timeout),
                 "WLMAP_CLUSTERS": ",".join(self.clusters), "WLMAP_KUBECONFIG_CONTEXTS": self.kubeconfig_contexts,
                 **({"WLMAP_CLUSTER_NAME": self.cluster_name} if self.cluster_name else {}),
                 "WLMAP_CLUSTER_SECRETS": str(self.cluster_secrets).lower(),
@@ -212,6 +228,22 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stream-write-timeout", type=float, default=d.stream_write_timeout, metavar="SECONDS",
                    help="a stream client that takes no data for this long is disconnected "
                         "(WLMAP_STREAM_WRITE_TIMEOUT; default 10)")
+    p.add_argument("--max-streams-per-caller", type=int, default=d.max_streams_per_caller, metavar="N",
+                   help="watch streams one caller may hold open at once (the authenticated user, else the client "
+                        "address); more is a 429 (WLMAP_MAX_STREAMS_PER_CALLER; default 10)")
+    p.add_argument("--max-streams", type=int, default=d.max_streams, metavar="N",
+                   help="watch streams open at once in each HTTP worker; more is a 429 (WLMAP_MAX_STREAMS; "
+                        "default 1000)")
+    p.add_argument("--max-pods", type=int, default=d.max_pods, metavar="N",
+                   help="pods sent in one request (an interpretation, or a whole batch); more is a 413 "
+                        "(WLMAP_MAX_PODS; default 10000)")
+    p.add_argument("--max-inflight-body-bytes", type=int, default=d.max_inflight_body_bytes, metavar="BYTES",
+                   help="request bodies all requests in progress may hold together (per HTTP worker); more is a "
+                        "503 with Retry-After (WLMAP_MAX_INFLIGHT_BODY_BYTES; default 32 MiB, at least "
+                        "--max-body-bytes)")
+    p.add_argument("--body-read-timeout", type=float, default=d.body_read_timeout, metavar="SECONDS",
+                   help="time a request body may take to arrive; slower is a 408 (WLMAP_BODY_READ_TIMEOUT; "
+                        "default 30)")
     p.add_argument("--cluster", action="append", default=list(d.clusters), metavar="NAME=KUBECONFIG[#CONTEXT]",
                    dest="clusters", help="also serve this cluster (repeatable; WLMAP_CLUSTERS, comma-separated)")
     p.add_argument("--kubeconfig-contexts", choices=["current", "all"], default=d.kubeconfig_contexts,
@@ -264,7 +296,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     isolation=args.isolation, log_level=args.log_level,
                     jq_result_cache=args.jq_result_cache, cache=args.cache,
                     watch_namespaces=list(args.watch_namespaces), stream_buffer=args.stream_buffer,
-                    stream_write_timeout=args.stream_write_timeout, clusters=list(args.clusters),
+                    stream_write_timeout=args.stream_write_timeout,
+                    max_streams_per_caller=args.max_streams_per_caller, max_streams=args.max_streams,
+                    max_pods=args.max_pods, max_inflight_body_bytes=args.max_inflight_body_bytes,
+                    body_read_timeout=args.body_read_timeout, clusters=list(args.clusters),
                     kubeconfig_contexts=args.kubeconfig_contexts, cluster_name=args.cluster_name,
                     cluster_secrets=args.cluster_secrets or bool(args.cluster_secret_names),
                     cluster_secret_selector=args.cluster_secret_selector,

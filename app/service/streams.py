@@ -42,11 +42,67 @@ HEARTBEAT = 15.0  # seconds between bookmarks
 
 
 class Limits:
-    """Per-client bounds (--stream-buffer, --stream-write-timeout), and who is streaming now."""
+    """Per-client bounds (--stream-buffer, --stream-write-timeout), how many streams may be open
+    (--max-streams-per-caller, --max-streams), and who is streaming now."""
 
     buffer = 1000  # events buffered per client
     write_timeout = 10.0  # a write blocked this long means the client is gone or stuck
+    per_caller = 10  # streams one caller may hold open at once
+    total = 1000  # streams this process serves at once
     open = {"list": 0, "workload": 0}
+    callers: dict[str, int] = {}  # open streams by caller
+    streams = 0  # open streams in all
+
+
+RETRY_AFTER = "10"  # seconds: a slot frees only when some stream ends
+
+
+class Slot:
+    """One open stream, counted against its caller and the process until it ends.  Given back
+    exactly once, whichever way the stream ends (done, client gone, write timeout, error): by
+    the response when it finishes, or when dropped if the response never ran."""
+
+    def __init__(self, caller: str):
+        self.caller, self.held = caller, True
+        Limits.callers[caller] = Limits.callers.get(caller, 0) + 1
+        Limits.streams += 1
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        Limits.streams -= 1
+        left = Limits.callers.get(self.caller, 1) - 1
+        if left > 0:
+            Limits.callers[self.caller] = left
+        else:
+            Limits.callers.pop(self.caller, None)
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def caller_of(request: Request) -> str:
+    """Whom a stream counts against: the authenticated user (--auth kubernetes), else the
+    client's address (behind a proxy, that is the proxy's)."""
+    caller = request.scope.get("state", {}).get("caller")
+    if caller is not None:
+        return "user:" + caller.user
+    return "address:" + (request.client.host if request.client is not None else "?")
+
+
+def take_slot(request: Request) -> Slot:
+    """A slot for a new stream, or a 429 problem when the caller or the process has no more."""
+    caller = caller_of(request)
+    if Limits.streams >= Limits.total:
+        raise ProblemError(429, "too-many-streams", "Too many streams",
+                           f"this service already serves {Limits.total} streams (--max-streams); try again later",
+                           headers={"Retry-After": RETRY_AFTER})
+    if Limits.callers.get(caller, 0) >= Limits.per_caller:
+        raise ProblemError(429, "too-many-streams", "Too many streams",
+                           f"you already hold {Limits.per_caller} open streams (--max-streams-per-caller); "
+                           "close one, or try again later", headers={"Retry-After": RETRY_AFTER})
+    return Slot(caller)
 
 
 class Ending:
@@ -73,6 +129,7 @@ class _Closing:
     at once, so its subscription and counters go with it, not whenever it is collected."""
 
     body_iterator: Any
+    slot: Slot | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -82,6 +139,8 @@ class _Closing:
         finally:
             with contextlib.suppress(Exception):
                 await self.body_iterator.aclose()
+            if self.slot is not None:
+                self.slot.release()
 
 
 class _NdjsonResponse(_Closing, StreamingResponse):
@@ -112,10 +171,14 @@ def _frame(sse: bool, payload: dict[str, Any], token: str) -> Any:
     return orjson.dumps(dict(payload, id=token)) + b"\n"
 
 
-def respond(request: Request, frames: AsyncIterator[Any]) -> Any:
+def respond(request: Request, frames: AsyncIterator[Any], slot: Slot) -> Any:
+    response: _SseResponse | _NdjsonResponse
     if wants_sse(request):
-        return _SseResponse(frames, send_timeout=Limits.write_timeout, headers={"Cache-Control": "no-store"})
-    return _NdjsonResponse(frames, media_type=WATCH, headers={"Cache-Control": "no-store"})
+        response = _SseResponse(frames, send_timeout=Limits.write_timeout, headers={"Cache-Control": "no-store"})
+    else:
+        response = _NdjsonResponse(frames, media_type=WATCH, headers={"Cache-Control": "no-store"})
+    response.slot = slot
+    return response
 
 
 def _slow(sse: bool, token: str) -> Any:
@@ -182,6 +245,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
             initial = [e for e in snapshot() if accept(e)]
     except TokenError as e:
         raise _token_problem(e) from None
+    slot = take_slot(request)
     # No await between reading the state and subscribing: nothing can slip in between.
     at = log.seq
     sub = log.subscribe(accept, Limits.buffer)
@@ -216,7 +280,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
             Ending.wakes.discard(sub.wake)
             sub.close()
 
-    return respond(request, frames())
+    return respond(request, frames(), slot)
 
 
 def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
@@ -266,6 +330,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
             raise _token_problem(TokenError(410, "the resume token is too old for this workload (or was issued "
                                                  "for another one); read it again"))
         known_digest = seen[1]
+    slot = take_slot(request)
     wake = asyncio.Event()
     model.watchers.setdefault(key, set()).add(wake)
 
@@ -328,7 +393,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
                 if not s:
                     del model.watchers[key]
 
-    return respond(request, frames())
+    return respond(request, frames(), slot)
 
 
 def _digest(body: bytes) -> bytes:

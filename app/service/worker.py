@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from ..engine.interpret import InterpretationError, interpret
+from ..engine.memo import DEFINITION_FACTOR, ByteLRU, held_bytes
 from ..karta.load import Definition, NotAKarta, definition_from_document
 
 READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
@@ -32,7 +33,7 @@ def worker_main(conn: Connection, progress: Any, memory_mib: int = 0) -> None:
         # supervisor sees SIGABRT); either way the service's own memory is untouched.
         limit = memory_mib * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    definitions: dict[str, Definition] = {}
+    definitions: ByteLRU[str, Definition] = ByteLRU(DEFINITION_BYTES)
     conn.send_bytes(READY)
 
     def report(stage: int, index: int) -> None:
@@ -72,7 +73,12 @@ class _NeedDefinition(Exception):
     pass
 
 
-def _definition(cache: dict[str, Definition], spec: dict[str, Any]) -> Definition:
+# The definitions a worker keeps, by the bytes they hold (a definition's raw document, Karta
+# model and findings: ~10x its JSON text).  One evicted is sent again when next needed.
+DEFINITION_BYTES = 64 * 1024 * 1024
+
+
+def _definition(cache: ByteLRU[str, Definition], spec: dict[str, Any]) -> Definition:
     digest = spec["digest"]
     d = cache.get(digest)
     if d is not None:
@@ -84,7 +90,4 @@ def _definition(cache: dict[str, Definition], spec: dict[str, Any]) -> Definitio
         d = definition_from_document(raw, spec.get("source", "inline"), spec.get("origin", "inline"))
     except NotAKarta as e:
         raise InterpretationError("invalid definition", [{"path": "", "message": str(e)}]) from None
-    if len(cache) > 2048:
-        cache.clear()
-    cache[digest] = d
-    return d
+    return cache.put(digest, d, len(digest) + held_bytes(raw, DEFINITION_FACTOR))

@@ -111,13 +111,11 @@ def test_catalog_fixtures_interpret_the_same_without_projection(obj):
     full_cd = _UNPROJECTED.get(d.digest)
     if full_cd is None:
         full_cd = _UNPROJECTED[d.digest] = dataclasses.replace(projected_cd, projection=True, strip_noise=False)
-    with compiled_mod._cache_lock:
-        compiled_mod._cache[d.digest] = full_cd
+    compiled_mod._cache.put(d.digest, full_cd, 0)
     try:
         full = outcome()
     finally:
-        with compiled_mod._cache_lock:
-            compiled_mod._cache[d.digest] = projected_cd
+        compiled_mod._cache.put(d.digest, projected_cd, 0)
     assert projected == full
 
 
@@ -154,11 +152,9 @@ def test_pods_interpret_the_same_without_their_projection(objs: list[Any], pods:
                 return str(e)
 
         projected = outcome()
-        with compiled_mod._cache_lock:
-            compiled_mod._cache[d.digest] = dataclasses.replace(projected_cd, pod_projection=True)
+        compiled_mod._cache.put(d.digest, dataclasses.replace(projected_cd, pod_projection=True), 0)
         try:
             full = outcome()
         finally:
-            with compiled_mod._cache_lock:
-                compiled_mod._cache[d.digest] = projected_cd
+            compiled_mod._cache.put(d.digest, projected_cd, 0)
         assert projected == full, d.name

@@ -67,3 +67,16 @@ def test_a_token_audience_without_token_reviews_is_refused() -> None:
     r = subprocess.run([str(wlmap), "serve", "--port", "0", "--auth", "none", "--token-audience", "wlmap"],
                        check=False, capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2 and "--token-audience needs --auth kubernetes" in r.stderr, r.stderr
+
+
+def test_the_stream_and_pod_bounds_read_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Settings.from_env()
+    assert (s.max_streams_per_caller, s.max_streams, s.max_pods) == (10, 1000, 10000)
+    assert (s.max_inflight_body_bytes, s.body_read_timeout) == (32 * 1024 * 1024, 30.0)
+    monkeypatch.setenv("WLMAP_MAX_STREAMS_PER_CALLER", "3")
+    monkeypatch.setenv("WLMAP_MAX_STREAMS", "50")
+    monkeypatch.setenv("WLMAP_MAX_PODS", "200")
+    s = Settings.from_env()
+    assert (s.max_streams_per_caller, s.max_streams, s.max_pods) == (3, 50, 200)
+    env = s.to_env()
+    assert (env["WLMAP_MAX_STREAMS_PER_CALLER"], env["WLMAP_MAX_STREAMS"], env["WLMAP_MAX_PODS"]) == ("3", "50", "200")

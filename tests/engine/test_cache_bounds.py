@@ -1,0 +1,102 @@
+"""The engine's caches hold what a caller sends (objects, pod templates): bounded by bytes, not
+entry counts, so distinct megabyte-sized objects cannot pile up (issue 21)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from app.engine import interpret as interpret_mod
+from app.engine.interpret import interpret
+from app.engine.memo import ByteLRU, Memo
+from app.karta.load import load_builtin
+from app.karta.registry import Registry
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBSET = json.loads((ROOT / "benchmarks" / "data" / "jobset-16k.json").read_text())
+DEFINITION = Registry.of(load_builtin()).resolve_object(JOBSET)
+MiB = 1024 * 1024
+
+
+def _big_jobset(i: int, size: int) -> dict:
+    """The JobSet with a container argument of `size` bytes, distinct per `i`: the pod template
+    is read by the definition's expressions, so it is part of every cache key."""
+    obj = copy.deepcopy(JOBSET)
+    obj["metadata"]["name"] = f"big-{i}"
+    for rj in obj["spec"]["replicatedJobs"]:
+        c = rj["template"]["spec"]["template"]["spec"]["containers"][0]
+        c["args"] = [f"{i}:" + "x" * size]
+    return obj
+
+
+@pytest.fixture()
+def small_caches(monkeypatch: pytest.MonkeyPatch) -> tuple[ByteLRU, Memo]:
+    results: ByteLRU = ByteLRU(16 * MiB)
+    facts: Memo = Memo(maxsize=4096, max_bytes=64 * MiB)
+    monkeypatch.setattr(interpret_mod, "_jq_results", results)
+    monkeypatch.setattr(interpret_mod, "_pod_facts", facts)
+    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
+    return results, facts
+
+
+def test_jq_results_are_accounted_by_key_and_value_bytes(small_caches: tuple[ByteLRU, Memo]):
+    results, facts = small_caches
+    assert DEFINITION is not None
+    first = interpret(_big_jobset(0, 50_000), DEFINITION)
+    assert len(results) == 1 and results.bytes > 3 * 50_000  # the key alone holds the three templates
+    assert facts.bytes > 50_000  # the pod facts, keyed by a template's text
+    again = interpret(_big_jobset(0, 50_000), DEFINITION)
+    assert again == first and len(results) == 1  # the same object again: the results are reused
+
+
+def test_distinct_big_objects_stay_within_the_bounds(small_caches: tuple[ByteLRU, Memo]):
+    results, facts = small_caches
+    assert DEFINITION is not None
+    for i in range(40):  # 40 x 300 KB of keys, ~2.7 MB each with the results that hold the templates
+        interpret(_big_jobset(i, 100_000), DEFINITION)
+        assert results.bytes <= 16 * MiB and facts.bytes <= 64 * MiB
+    assert 0 < len(results) < 40
+
+
+def test_the_default_bounds_are_in_bytes():
+    assert isinstance(interpret_mod._jq_results, ByteLRU) and interpret_mod._jq_results.max_bytes == 80 * MiB
+    assert interpret_mod._pod_facts.max_bytes == 64 * MiB
+
+
+def test_a_giant_is_not_kept(monkeypatch: pytest.MonkeyPatch):
+    """An object whose results would take over 1 MiB is a caller's giant, not a scheduler's
+    workload: keeping it would only push the everyday entries out."""
+    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
+    cache = interpret_mod._jq_results
+    held, before = cache.bytes, len(cache)
+    assert DEFINITION is not None
+    interpret(_big_jobset(99, 400_000), DEFINITION)
+    assert (cache.bytes, len(cache)) == (held, before)
+    interpret(_big_jobset(98, 0), DEFINITION)
+    assert len(cache) == before + 1  # an everyday object is kept
+
+
+def test_status_plans_are_bounded_by_the_bytes_of_their_definitions(monkeypatch: pytest.MonkeyPatch):
+    """Each plan holds its status definition: definitions sent in requests can be megabytes."""
+    import yaml
+
+    from app.engine import status as status_mod
+    from app.karta.load import definition_from_document
+
+    plans: Memo = Memo(maxsize=1024, max_bytes=16 * MiB)
+    monkeypatch.setattr(status_mod, "_plans", plans)
+    doc = yaml.safe_load((ROOT / "tests" / "data" / "examples" / "batchtask.karta.yaml").read_text())
+    task = yaml.safe_load((ROOT / "tests" / "data" / "manifests" / "batchtask-running.yaml").read_text())
+    root = doc["spec"]["structureDefinition"]["rootComponent"]
+    for i in range(100):  # 100 x ~200 KB accounted
+        d = copy.deepcopy(doc)
+        d["spec"]["structureDefinition"]["rootComponent"]["statusDefinition"] = dict(
+            root["statusDefinition"], padding=f"{i}" + "x" * 20_000)
+        definition = definition_from_document(d, "inline", "inline")
+        assert definition.valid, definition.findings
+        assert interpret(task, definition)["status"]["phase"] == "Running"
+        assert plans.bytes <= 16 * MiB
+    assert 0 < len(plans) < 100
