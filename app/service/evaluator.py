@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing as mp
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -260,6 +261,11 @@ class Pool:
             await asyncio.wait_for(ready, timeout=max(0.001, remaining))
         finally:
             loop.remove_reader(fd)
+            # uvloop leaves a descriptor it watched non-blocking: the next message larger than the
+            # pipe's buffer would then fail half-sent (BlockingIOError) whenever the worker is slow
+            # to read it.  The exchange is blocking by design (the worker reads at once).
+            with contextlib.suppress(OSError):  # closed meanwhile (the worker was replaced)
+                os.set_blocking(fd, True)
         return orjson.loads(w.conn.recv_bytes())  # type: ignore[no-any-return]
 
 

@@ -229,3 +229,25 @@ def test_cli_refuses_numbers_no_json_can_carry(tmp_path: Path, text: str) -> Non
     r = subprocess.run([str(wlmap), "interpret", str(f)], check=False, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert "spec." in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+
+def test_the_worker_pipe_is_blocking_again_after_a_reply_on_uvloop() -> None:
+    """uvloop's add_reader leaves a watched descriptor non-blocking: the next message over the
+    pipe's buffer (64 KiB, e.g. a 1 MB inline definition) could then fail with BlockingIOError
+    when the worker was slow to read (a 500 and a replaced worker).  After each reply the pipe is
+    blocking again."""
+    import os
+
+    import uvloop
+
+    async def scenario() -> None:
+        pool = evaluator.Pool(1, deadline=10, queue_timeout=10)
+        await pool.start()
+        try:
+            await pool.interpret(_definition(".spec.workers", "blocking"), _task("t"), None)
+            assert all(os.get_blocking(w.conn.fileno()) for w in pool._all)
+        finally:
+            await pool.close()
+
+    uvloop.run(scenario())
