@@ -6,7 +6,7 @@ the last-applied annotation) interpreted many times, side by side in one run wit
 
 so the ratios hold even when the machine's speed drifts.  Target: interpretation <= 1.5x (a).
 
-Also side by side: native evaluation (app/engine/native.py, the default) against the libjq
+Also side by side: native evaluation (app/jqlang/native.py, the default) against the libjq
 path alone, for the whole interpretation, the expressions alone and per pod, and gojq (the
 reference's engine) running the same expressions batched over the same projected input (one
 gojq process over many inputs, its start-up subtracted).
@@ -29,9 +29,9 @@ import jq
 import orjson
 
 from app.engine import interpret as interpret_mod
-from app.engine import jqbatch
+from app.jqlang import jqbatch
 from app.engine.compiled import compiled, expression_texts
-from app.engine.inputs import prepare
+from app.jqlang.inputs import prepare
 from app.engine.interpret import input_text, interpret
 from app.karta.load import load_builtin
 from app.karta.registry import Registry

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cluster_fill as cf  # noqa: E402
 
 from app.engine import interpret as interpret_mod  # noqa: E402
-from app.engine import jqbatch  # noqa: E402
+from app.jqlang import jqbatch  # noqa: E402
 from app.engine.interpret import interpret  # noqa: E402
 from app.karta.load import load_builtin  # noqa: E402
 from app.karta.registry import Registry  # noqa: E402

@@ -115,3 +115,17 @@ def test_the_checker_sees_imports() -> None:
     graph = _graph()
     assert "app.karta.store" in graph["app.cluster.sources"]
     assert "app.cli.live" in graph["app.cli.main"]  # imported inside a function
+
+
+def test_the_jq_runtime_lives_with_the_parser() -> None:
+    """jq evaluation (libjq, the native evaluator, generated code) is a jq implementation and
+    belongs in app/jqlang; the engine holds the Karta semantics and reaches jq only through it."""
+    for path in APP.rglob("*.py"):
+        if _layer(_module(path)) == "jqlang":
+            continue
+        tree = ast.parse(path.read_text())
+        libjq = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Import) and any(a.name == "jq" for a in n.names)
+                 or isinstance(n, ast.ImportFrom) and n.module == "jq"]
+        assert not libjq, f"{path.relative_to(APP.parent)} imports libjq (line {libjq[0]}): evaluate through app.jqlang"
+    for name in ("native", "codegen", "jqbatch", "inputs", "values"):
+        assert (APP / "jqlang" / f"{name}.py").exists() and not (APP / "engine" / f"{name}.py").exists()

@@ -15,12 +15,12 @@ from typing import Any
 
 from ..jqlang import JqParseError, parse
 from ..jqlang.calls import called_functions
+from ..jqlang.jqbatch import GOJQ_UNDEFINED, Batch
+from ..jqlang.native import why_not
 from ..jqlang.paths import Tree, merge, needs
 from ..karta.load import Definition
 from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, PodGroupMember
-from .jqbatch import GOJQ_UNDEFINED, Batch
 from .memo import COMPILED_FACTOR, ByteLRU, held_bytes
-from .native import why_not
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from typing import Any
 
 import orjson
 
+from ..jqlang.jqbatch import Result
+from ..jqlang.values import ConversionError, go_json_type, to_int32
 from ..karta.model import FRAGMENT_FIELDS, ComponentDefinition
-from .jqbatch import Result
 from .memo import Memo
-from .values import ConversionError, go_json_type, to_int32
 
 
 class ExtractionError(Exception):

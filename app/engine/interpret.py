@@ -13,20 +13,20 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-
+from ..jqlang.inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
+from ..jqlang.jqbatch import Result
 from ..karta.load import Definition
 from ..karta.model import ComponentDefinition
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
-from .inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
-from .jqbatch import Result
 from .memo import PY_OBJECT_FACTOR, ByteLRU, Memo, held_bytes
 from .pods import PodInput
 from .quantity import QuantityError
 from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
 from .status import evaluate_status
+
 
 class InterpretationError(Exception):
     """The definition could not be applied to this object; `errors` name path and expression."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..jqlang.jqbatch import Result
+from ..jqlang.values import go_v
 from ..karta.model import ComponentDefinition, ComponentTypeSelector
 from .compiled import CompiledDefinition, type_selector_expression
-from .jqbatch import Result
-from .values import go_v
 
 
 class PodError(Exception):

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..jqlang.jqbatch import Result
+from ..jqlang.values import go_json_type, gojq_tostring
 from ..karta.model import StatusDefinition, StatusMatcher
 from .instances import ExtractionError
-from .jqbatch import Result
 from .memo import DEFINITION_FACTOR, Memo
-from .values import go_json_type, gojq_tostring
 
 EVALUATION_ORDER = ["Resuming", "Suspending", "Suspended", "Running", "Failed", "Completed", "Initializing",
                     "Degraded"]

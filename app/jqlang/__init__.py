@@ -1,4 +1,7 @@
-"""jq-language tooling: a gojq-compatible parser plus AST checks.
+"""The jq implementation: a gojq-compatible parser, AST checks, and the runtime the engine
+evaluates Karta expressions with (native.py and codegen.py: the jq subset as Python on the
+parsed object; jqbatch.py: one libjq program per definition for the rest; inputs.py: what an
+evaluation reads; values.py: gojq/Go value conversions).
 
 * :func:`parse` -- parse a jq query exactly as gojq 0.12.x does (raises
   :class:`JqParseError` with gojq's message on failure).

@@ -88,7 +88,7 @@ def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool |
         try:
             body = orjson.dumps(kept)
         except TypeError:  # an integer beyond 64 bits: keep it as the engine would read it
-            from ..engine.values import normalize
+            from ..jqlang.values import normalize
 
             body = orjson.dumps(normalize(kept))
     return Obj(_intern(group), _intern(kind), _intern(str(meta.get("namespace") or "")), str(meta["name"]),

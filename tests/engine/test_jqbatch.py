@@ -8,7 +8,7 @@ import jq
 import pytest
 
 from karta_kit import child, error_messages, karta, root, run, run_error, status_def, workload, pod
-from app.engine.jqbatch import MAX_RESULTS, Batch
+from app.jqlang.jqbatch import MAX_RESULTS, Batch
 
 SECRET_NAME, SECRET_VALUE = "WLMAP_TEST_SECRET_TOKEN", "s3cr3t-value-42"
 

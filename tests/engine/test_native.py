@@ -1,4 +1,4 @@
-"""The native evaluator (app/engine/native.py) answers exactly as the libjq path does, or hands
+"""The native evaluator (app/jqlang/native.py) answers exactly as the libjq path does, or hands
 the expression back: every catalog expression on every fixture, gojq's semantics case by case,
 and random objects and expressions from the covered subset against libjq and gojq."""
 
@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.engine import interpret as interpret_mod
-from app.engine import codegen, jqbatch, native
+from app.jqlang import codegen, jqbatch, native
 from app.engine.compiled import _forced_compile_errors, compiled, expression_texts
-from app.engine.inputs import Input, input_text, prepare
+from app.jqlang.inputs import Input, input_text, prepare
 from app.engine.interpret import InterpretationError, interpret
 from app.jqlang.paths import project
 from app.karta.load import load_builtin

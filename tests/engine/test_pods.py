@@ -7,7 +7,7 @@ import pytest
 
 from karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
 from app.engine.compiled import type_selector_expression
-from app.engine.jqbatch import Result
+from app.jqlang.jqbatch import Result
 from app.engine.pods import PodError, PodInput, matches_type
 from app.karta.model import ComponentTypeSelector
 

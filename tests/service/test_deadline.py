@@ -12,7 +12,7 @@ import httpx
 import pytest
 import yaml
 
-from app.engine import codegen
+from app.jqlang import codegen
 
 from .conftest import EXAMPLES, Server
 from .test_api import TASK, problem

@@ -27,10 +27,12 @@ from typing import Any
 
 import jq
 
-from ..jqlang import JqParseError, parse, walk
 from .codegen import compile_expression
+from .errors import JqParseError
 from .inputs import Input
 from .native import Fallback, Program
+from .nodes import walk
+from .parser import parse
 
 # Expressions the native evaluator covers run in Python on the parsed input (native.py); the
 # rest, and any input the native code cannot answer exactly, go through libjq as below.

@@ -1,12 +1,11 @@
-"""Go/gojq value conversions (app.engine.values): gojq `tostring`, Go `%v`, the int32 scale
+"""Go/gojq value conversions (app.jqlang.values): gojq `tostring`, Go `%v`, the int32 scale
 reading and the JSON round trip of the source object."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.engine.values import ConversionError, go_json_type, go_v, gojq_number, gojq_tostring, normalize, to_int32
-
+from app.jqlang.values import ConversionError, go_json_type, go_v, gojq_number, gojq_tostring, normalize, to_int32
 
 # -- gojq tostring ------------------------------------------------------------------------------
 

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jqlang import JqParseError, Node, parse
 from . import native as nv
+from .errors import JqParseError
+from .nodes import Node
+from .parser import parse
 
 Scope = dict[str, str]  # jq variable -> Python name
 

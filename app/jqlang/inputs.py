@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from ..jqlang.paths import Tree, project
+from .paths import Tree, project
 from .values import normalize
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

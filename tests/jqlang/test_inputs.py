@@ -1,4 +1,4 @@
-"""Input preparation (app/engine/inputs.py): native programs read the object itself only when
+"""Input preparation (app/jqlang/inputs.py): native programs read the object itself only when
 that reads exactly as the JSON text would; everything else goes through the text."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from app.engine import jqbatch
-from app.engine.inputs import input_text, prepare
+from app.jqlang import jqbatch
+from app.jqlang.inputs import input_text, prepare
 
 PROJECTION = {"spec": {"replicas": True, "template": {"spec": {"containers": True}}}, "status": True}
 

@@ -29,7 +29,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..jqlang import JqParseError, Node, parse
+from .errors import JqParseError
+from .nodes import Node
+from .parser import parse
 from .values import gojq_tostring
 
 MAX_RESULTS = 1000
