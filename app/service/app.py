@@ -78,6 +78,7 @@ from .shutdown import stop_on_signal
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
+BATCH_CONCURRENCY = 32  # items of one batch in flight at once (each may read the cluster and review rights)
 YAML_TYPES = {"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"}
 STREAM_RESPONSE = {"description": "the answer; with watch=true a stream of events {type, object, id}",
                    "content": {"text/event-stream": {"schema": {"type": "string"}},
@@ -465,10 +466,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
               summary="Interpret many workloads; one bad item never fails the others")
     async def batch_endpoint(req: BatchRequest, request: Request) -> Response:
         state = request.scope["state"]
+        running = asyncio.Semaphore(BATCH_CONCURRENCY)
 
         async def one(item: InterpretRequest) -> dict[str, Any]:
             try:  # each item reads with the caller's rights, in a state of its own
-                return await service.interpret_doc(item.model_dump(exclude_none=True), service.auth.substate(state))
+                async with running:
+                    return await service.interpret_doc(item.model_dump(exclude_none=True),
+                                                       service.auth.substate(state))
             except ProblemError as e:
                 return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
 

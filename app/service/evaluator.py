@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from cachetools import LRUCache
 
 from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
@@ -58,6 +59,7 @@ class EvaluationBusy(Exception):
         super().__init__(f"every evaluation worker stayed busy for {waited:g} s; try again shortly")
 
 
+KNOWN_DIGESTS = 4096  # definitions a worker is remembered to hold
 STARTUP_TIMEOUT = 60.0  # seconds a request waits while no worker exists yet (the first ones are being spawned)
 
 
@@ -66,7 +68,9 @@ class _Worker:
     process: Any
     conn: Any
     progress: Any
-    known: set[str] = field(default_factory=set)
+    # digests the worker was sent (it asks again for one it has evicted): bounded, as every
+    # distinct inline definition adds one
+    known: LRUCache[str, bool] = field(default_factory=lambda: LRUCache(maxsize=KNOWN_DIGESTS))
 
     @classmethod
     def start(cls, memory_mib: int = 0) -> _Worker:
@@ -205,7 +209,7 @@ class Pool:
             reply = await self._call(w, request.full if d.digest not in w.known else request.head, started)
             if reply.get("need") == "definition":
                 reply = await self._call(w, request.full, started)
-            w.known.add(d.digest)
+            w.known[d.digest] = True
             reusable = not reply.get("exhausted")
         except TimeoutError:
             raise self._timeout(w, d) from None

@@ -285,8 +285,8 @@ class ServiceMiddleware:
         fields = {"route": template, "method": scope.get("method"), "path": scope.get("path"),
                   "status": info["status"], "duration_ms": round(duration * 1000, 3)}
         for key in ("definition", "phase", "items"):
-            if key in state:
-                fields[key] = state[key]
+            if key in state:  # a definition's name may come from the caller: cut to a Kubernetes name's length
+                fields[key] = state[key][:253] if isinstance(state[key], str) else state[key]
         if template in ("/healthz", "/readyz", "/metrics") and info["status"] == 200:
             return  # probes and scrapes would drown the log
         access_log.info("request", extra={"fields": fields})

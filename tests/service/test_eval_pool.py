@@ -251,3 +251,18 @@ def test_the_worker_pipe_is_blocking_again_after_a_reply_on_uvloop() -> None:
             await pool.close()
 
     uvloop.run(scenario())
+
+
+def test_what_a_worker_is_remembered_to_hold_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct inline definition leaves its digest with the worker it ran on: that memory
+    is bounded, and a definition forgotten there is simply sent whole again."""
+    monkeypatch.setattr(evaluator, "KNOWN_DIGESTS", 3)
+
+    async def scenario(pool: Any) -> None:
+        defs = [_definition(".spec.workers", f"known-{i}") for i in range(6)]
+        for d in defs + defs[:2]:  # the first two again, after they were forgotten
+            out = await pool.interpret(d, _task("t"), None)
+            assert out["definition"]["name"] == d.name
+        assert all(len(w.known) <= 3 for w in pool._all)
+
+    _with_pool(10, 10, scenario)
