@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -64,6 +65,10 @@ from .records import (
 )
 
 log = logging.getLogger("wlmap.model")
+
+# True inside the model's own loops (interpreting changes, warming answers ahead of reads): work
+# done for no caller, which the evaluation pool never lets take its last worker from callers.
+BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
 
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
@@ -402,6 +407,7 @@ class LiveModel(Reader):
     # -- interpretation ---------------------------------------------------------------------
     async def _process_loop(self) -> None:
         assert self._stop is not None
+        BACKGROUND.set(True)  # this task's context only
         while not self._stop.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), 0.1)
@@ -466,6 +472,7 @@ class LiveModel(Reader):
         come first) and only while every workload's answer fits the cache (else it would evict
         what it warmed)."""
         assert self._stop is not None
+        BACKGROUND.set(True)
         while not self._stop.is_set():
             if self.synced_at is None or not self._warm or self._dirty:
                 await sleep_or_stop(self._stop, 0.05)

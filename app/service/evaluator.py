@@ -26,6 +26,7 @@ from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
+from ..model.live import BACKGROUND
 from .metrics import WORKER_QUEUE_TIMEOUTS, WORKER_RESTARTS, WORKER_RETRIES
 from .worker import READY, worker_main
 
@@ -127,6 +128,9 @@ class Pool:
         self.queue_timeout = queue_timeout  # None: wait for a worker as long as it takes (the CLI)
         self.memory_mib = memory_mib  # each worker's address-space limit; 0: none
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        # Background evaluations (the live model's) hold at most all workers but one, so a caller
+        # never queues behind a burst of them (a runaway definition costs each its full deadline).
+        self._background = asyncio.Semaphore(max(1, self.size - 1))
         self._all: list[_Worker] = []
         self._replacing: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -192,6 +196,12 @@ class Pool:
         caller nothing: the request runs once more on another worker.  A definition that kills
         workers every time fails after that second try."""
         request = _Request.encode(d, obj, pods)
+        if not BACKGROUND.get():
+            return await self._interpret_retried(d, request)
+        async with self._background:
+            return await self._interpret_retried(d, request)
+
+    async def _interpret_retried(self, d: Definition, request: _Request) -> dict[str, Any]:
         try:
             return await self._interpret_once(d, request)
         except EvaluationCrashed:

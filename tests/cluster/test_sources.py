@@ -258,6 +258,8 @@ def test_runaway_expression_in_a_hot_reloaded_definition(service: Server, kubect
     assert r.status_code == 422 and r.json()["type"].endswith("evaluation-deadline-exceeded")
     err = r.json()["errors"][0]
     assert err["expression"] == "def f: f; f" and "phaseDefinition" in err["path"]
-    assert took < 2 + 3  # the service's deadline (2 s) plus worker replacement
+    # cut, not hung: the deadline (2 s), plus at most one evaluation ahead of it (the live model
+    # interprets the same runaway definition in the background, but never on the last worker)
+    assert took < 2 * 2 + 3
     assert source_of(c, PYTORCHJOB) == "builtin"  # everyone else is served
     assert c.get("/healthz").status_code == 200

@@ -6,6 +6,7 @@ up front (422 naming where), and a worker has a memory limit.  Real worker proce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import subprocess
 import sys
@@ -266,3 +267,39 @@ def test_what_a_worker_is_remembered_to_hold_is_bounded(monkeypatch: pytest.Monk
         assert all(len(w.known) <= 3 for w in pool._all)
 
     _with_pool(10, 10, scenario)
+
+
+def test_background_work_never_takes_the_last_worker_from_callers() -> None:
+    """The live model's evaluations (a burst of them, each a runaway that holds its worker for
+    the whole deadline) use at most all workers but one: a caller's evaluation is served next,
+    not after the burst."""
+    from app.model.live import BACKGROUND
+
+    async def scenario(pool: Any) -> None:
+        done: list[str] = []
+        runaway = _definition("def f: f; f", "runaway")
+
+        async def background(i: int) -> None:
+            BACKGROUND.set(True)  # as the model's loops do (this task's context only)
+            with contextlib.suppress(evaluator.EvaluationTimeout, evaluator.EvaluationBusy):
+                await pool.interpret(runaway, _task(f"bg-{i}"), None)
+            done.append(f"bg-{i}")
+
+        burst = [asyncio.create_task(background(i)) for i in range(4)]
+        await asyncio.sleep(0.05)  # the burst is queued first
+        await pool.interpret(_definition(".spec.workers", "caller"), _task("caller"), None)
+        done.append("caller")
+        await asyncio.gather(*burst)
+        assert done.index("caller") <= 1, done  # at most the one runaway already running ended first
+
+    pool_size = 2
+
+    async def run() -> None:
+        pool = evaluator.Pool(pool_size, deadline=1.0, queue_timeout=30)
+        await pool.start()
+        try:
+            await scenario(pool)
+        finally:
+            await pool.close()
+
+    asyncio.run(run())
