@@ -69,3 +69,28 @@ def test_live_view_shows_the_template_placement(service: Server, kubectl: Kubect
     eventually(lambda: len(_views(_live(c, "placed") or {"tree": {"children": [{"instances": []}]}})
                            .get("trainer", {}).get("tolerations") or []) == 2, what="the new toleration")
     kubectl.delete("jobset.x-k8s.io/v1alpha2", "JobSet", NS, js["metadata"]["name"])
+
+
+def test_batch_groups_live_objects_by_their_labels(service: Server, kubectl: Kubectl) -> None:
+    """groupBy reads the labels of the object a `ref` fetched, as of an inline object."""
+    kubectl.ensure_namespace(NS)
+    refs = []
+    for name, team in (("g-a", "a"), ("g-b", "b"), ("g-a2", "a")):
+        obj, status = fixture_object(JOBSET, NS, name)
+        obj["metadata"]["labels"] = {"team": team}
+        kubectl.set_status(kubectl.apply(obj), status)
+        refs.append({"ref": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": NS, "name": name}})
+    inline, _ = fixture_object(JOBSET, NS, "g-inline")
+    inline["metadata"]["labels"] = {"team": "b"}
+    missing = {"ref": dict(refs[0]["ref"], name="g-missing")}
+    r = service.client().post("/interpret/batch", params={"groupBy": "team"},
+                              json={"items": [*refs, {"object": inline}, missing]})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["items"][4]["error"]["status"] == 404
+    assert [(g["value"], g["items"]) for g in out["groups"]] == [("a", [0, 2]), ("b", [1, 3]), (None, [4])]
+    one = out["items"][0]["totals"]  # every JobSet here is the same fixture: 7 pods, 12 GPUs, 648Gi
+    for g, n in zip(out["groups"], (2, 2, 0)):
+        assert (g["totals"]["pods"], g["totals"]["gpus"]) == (one["pods"] * n, one["gpus"] * n)
+    assert out["groups"][0]["totals"]["requests"] == {"cpu": "164", "memory": "1296Gi", "nvidia.com/gpu": "24"}
+    assert out["totals"]["pods"] == 4 * one["pods"] and out["totals"]["failed"] == 1
