@@ -34,7 +34,7 @@ from ..documents import DocumentError, UnencodableValue, loads_json, parse_docum
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
-from ..engine.totals import group_totals, item_totals, sum_totals
+from ..engine.batch_totals import group_totals, item_totals, sum_totals
 from ..fleet.member import Member
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition

@@ -1,8 +1,8 @@
-"""Sums of interpretation totals (app/engine/totals.py): a batch's and a group's, exact."""
+"""Sums of interpretation totals (app/engine/batch_totals.py): a batch's and a group's, exact."""
 
 from __future__ import annotations
 
-from app.engine.totals import add_int_maps, add_quantity_maps, group_totals, item_totals, sum_totals
+from app.engine.batch_totals import add_int_maps, add_quantity_maps, group_totals, item_totals, sum_totals
 from app.engine.requests import to_strings
 
 
