@@ -58,6 +58,13 @@ def part_error(part: str, e: ExtractionError, component: str | None = None,
     return out
 
 
+# Where a pod may run, copied from its definition into the pod view (what a scheduler placing
+# the workload on a cluster honours).  The engine reads these fields of a pod spec (compiled.py's
+# input projection), so the live model keeps them too.
+PLACEMENT_FIELDS = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "runtimeClassName",
+                    "resourceClaims")
+
+
 def _instance_requests(inst: ExtractedInstance) -> Requests:
     if inst.pod_template_spec is not None:
         return pod_requests(inst.pod_template_spec.get("spec") or {})
@@ -67,13 +74,6 @@ def _instance_requests(inst: ExtractedInstance) -> Requests:
         f = inst.fragmented
         return fragmented_requests(f.get("containers"), f.get("container"), f.get("resources"))
     return {}
-
-
-# Where a pod may run, copied from its definition into the pod view (what a scheduler placing
-# the workload on a cluster honours).  The engine reads these fields of a pod spec (compiled.py's
-# input projection), so the live model keeps them too.
-PLACEMENT_FIELDS = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "runtimeClassName",
-                    "resourceClaims")
 
 
 def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
