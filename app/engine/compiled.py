@@ -125,7 +125,8 @@ def expression_texts(d: Definition) -> tuple[list[str], list[str]]:
 _CONTAINER: Tree = {"name": True, "image": True, "resources": True, "restartPolicy": True}
 _POD_SPEC: Tree = {"containers": {None: _CONTAINER}, "initContainers": {None: _CONTAINER}, "overhead": True,
                    "resources": True, "schedulerName": True, "priorityClassName": True, "nodeSelector": True,
-                   "resourceClaims": True}
+                   "resourceClaims": True, "tolerations": True, "affinity": True, "topologySpreadConstraints": True,
+                   "runtimeClassName": True}
 _METADATA: Tree = {"labels": True}
 _POD_TEMPLATE: Tree = {"metadata": _METADATA, "spec": _POD_SPEC}
 _FRAGMENT_SHAPES: dict[str, Tree | bool] = {"containers_path": {None: _CONTAINER}, "container_path": _CONTAINER}

@@ -120,6 +120,7 @@ _TYPES = {
 # never fed to jq (input projection), so they cannot be checked here.
 _STR_MAP = ("object", "string")  # map[string]string
 _QTY_MAP = ("object", "quantity")  # ResourceList
+_OBJECTS = ("array", ("object", {}))  # a list of structs, whose fields are not checked here
 _RESOURCES = {"requests": ("ResourceRequirements", _QTY_MAP), "limits": ("ResourceRequirements", _QTY_MAP)}
 _CONTAINER = {"name": ("Container", "string"), "image": ("Container", "string"),
               "restartPolicy": ("Container", "string"), "resources": ("Container", ("object", _RESOURCES))}
@@ -127,7 +128,11 @@ _POD_SPEC = {"containers": ("PodSpec", ("array", ("object", _CONTAINER))),
              "initContainers": ("PodSpec", ("array", ("object", _CONTAINER))),
              "schedulerName": ("PodSpec", "string"), "priorityClassName": ("PodSpec", "string"),
              "nodeSelector": ("PodSpec", _STR_MAP), "overhead": ("PodSpec", _QTY_MAP),
-             "resources": ("PodSpec", ("object", _RESOURCES))}
+             "resources": ("PodSpec", ("object", _RESOURCES)),
+             # placement (the pod view copies these): their JSON kinds, not every nested field
+             "tolerations": ("PodSpec", _OBJECTS), "affinity": ("PodSpec", ("object", {})),
+             "topologySpreadConstraints": ("PodSpec", _OBJECTS), "runtimeClassName": ("PodSpec", "string"),
+             "resourceClaims": ("PodSpec", _OBJECTS)}
 _META = {"labels": ("ObjectMeta", _STR_MAP), "annotations": ("ObjectMeta", _STR_MAP)}
 _SHAPES: dict[str, Any] = {
     "v1.PodTemplateSpec": ("object", {"metadata": ("PodTemplateSpec", ("object", _META)),

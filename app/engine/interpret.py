@@ -58,6 +58,13 @@ def part_error(part: str, e: ExtractionError, component: str | None = None,
     return out
 
 
+# Where a pod may run, copied from its definition into the pod view (what a scheduler placing
+# the workload on a cluster honours).  The engine reads these fields of a pod spec (compiled.py's
+# input projection), so the live model keeps them too.
+PLACEMENT_FIELDS = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "runtimeClassName",
+                    "resourceClaims")
+
+
 def _instance_requests(inst: ExtractedInstance) -> Requests:
     if inst.pod_template_spec is not None:
         return pod_requests(inst.pod_template_spec.get("spec") or {})
@@ -81,9 +88,12 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
             containers[-1] = dict(containers[-1], image=f["image"])
         elif f.get("image") and not containers:
             containers = [{"image": f["image"]}]
+        # A fragmented definition names the two affinity parts apart; the pod they make holds
+        # them under one `affinity`, as a template would.
+        affinity = {k: f[k] for k in ("nodeAffinity", "podAffinity") if f.get(k)}
         spec = {"containers": containers, "schedulerName": f.get("schedulerName") or None,
                 "priorityClassName": f.get("priorityClassName") or None,
-                "resourceClaims": f.get("resourceClaims") or None}
+                "resourceClaims": f.get("resourceClaims") or None, "affinity": affinity or None}
         meta = {"labels": f.get("labels") or {}, "annotations": f.get("annotations") or {}}
 
     def brief(cs: Any) -> list[dict[str, Any]]:
@@ -98,10 +108,9 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
     }
     if spec.get("initContainers"):
         view["initContainers"] = brief(spec.get("initContainers"))
-    if spec.get("nodeSelector"):
-        view["nodeSelector"] = spec["nodeSelector"]
-    if spec.get("resourceClaims"):
-        view["resourceClaims"] = spec["resourceClaims"]
+    for field in PLACEMENT_FIELDS:  # as written in the template; absent when unset or empty
+        if spec.get(field):
+            view[field] = spec[field]
     if meta.get("labels"):
         view["labels"] = meta["labels"]
     return view

@@ -28,8 +28,10 @@ Owner = tuple[str, str, str, str, bool, str]
 
 _META: Tree = {"name": True, "namespace": True, "uid": True, "resourceVersion": True, "generation": True,
                "creationTimestamp": True, "deletionTimestamp": True, "ownerReferences": True}
-# What the engine reads of any workload object outside its definition's expressions.
-WORKLOAD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": _META, "status": {"observedGeneration": True}}
+# What the engine reads of any workload object outside its definition's expressions (and the
+# labels: a batch's groupBy reads them of the objects it fetches).
+WORKLOAD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": dict(_META, labels=True),
+                       "status": {"observedGeneration": True}}
 # What the live view reads of a pod (attribution, readiness, reasons, the pod checks).
 _CONTAINER_STATUS: Tree = {None: {"name": True, "ready": True, "restartCount": True, "state": True}}
 POD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": dict(_META, labels=True),

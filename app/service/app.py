@@ -34,6 +34,7 @@ from ..documents import DocumentError, UnencodableValue, loads_json, parse_docum
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
+from ..engine.batch_totals import group_totals, item_totals, sum_totals
 from ..fleet.member import Member
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
@@ -208,6 +209,8 @@ class Service:
             obj = await self.fetch_ref(env.ref.model_dump(), request_state)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
+        meta = obj.get("metadata")
+        request_state["labels"] = meta.get("labels") if isinstance(meta, dict) else None  # a batch's groupBy reads them
         if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
             raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
         d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
@@ -464,22 +467,35 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
               summary="Interpret many workloads; one bad item never fails the others")
-    async def batch_endpoint(req: BatchRequest, request: Request) -> Response:
+    async def batch_endpoint(req: BatchRequest, request: Request, groupBy: str | None = None) -> Response:
+        """`totals` sums the items that interpreted with whole totals; the others (failed, or
+        partial with `totals` null) count in `totals.failed`.  `groupBy=<label key>` adds
+        `groups`: the items by that label's value on the workload, each with its totals."""
+        if groupBy is not None and not 0 < len(groupBy) <= 317:  # a label key: prefix (253) / name (63)
+            raise ProblemError(422, "invalid-request", "Invalid request", "groupBy must be a label key")
         state = request.scope["state"]
         running = asyncio.Semaphore(BATCH_CONCURRENCY)
+        labels: list[Any] = [None] * len(req.items)  # each item's workload labels, once known
 
-        async def one(item: InterpretRequest) -> dict[str, Any]:
-            try:  # each item reads with the caller's rights, in a state of its own
+        async def one(n: int, item: InterpretRequest) -> dict[str, Any]:
+            sub = service.auth.substate(state)  # each item reads with the caller's rights, in a state of its own
+            try:
                 async with running:
-                    return await service.interpret_doc(item.model_dump(exclude_none=True),
-                                                       service.auth.substate(state))
+                    return await service.interpret_doc(item.model_dump(exclude_none=True), sub)
             except ProblemError as e:
                 return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
+            finally:
+                labels[n] = sub.get("labels")
 
         request.scope["state"]["items"] = len(req.items)
         service.bound_pods(sum(len(i.pods or ()) for i in req.items))
-        results = await asyncio.gather(*(one(i) for i in req.items))
-        return _dumps({"items": results})
+        results = await asyncio.gather(*(one(n, i) for n, i in enumerate(req.items)))
+        out: dict[str, Any] = {"items": results, "totals": sum_totals(map(item_totals, results))}
+        if groupBy is not None:
+            values = [ls.get(groupBy) if isinstance(ls, dict) and isinstance(ls.get(groupBy), str) else None
+                      for ls in labels]
+            out["groups"] = group_totals(results, values)
+        return _dumps(out)
 
     @app.get("/definitions", response_model=DefinitionList, operation_id="listDefinitions", tags=["definitions"],
              summary="Every definition: source, digest, state and findings")

@@ -72,7 +72,13 @@ class PodView(_M):
     schedulerName: str | None
     priorityClassName: str | None
     initContainers: list[ContainerBrief] | None = None
+    # Placement, as written in the pod definition; each absent when unset.
     nodeSelector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    affinity: dict[str, Any] | None = Field(None, description="a fragmented definition's nodeAffinity and "
+                                                                "podAffinity appear here, as in a pod spec")
+    topologySpreadConstraints: list[dict[str, Any]] | None = None
+    runtimeClassName: str | None = None
     resourceClaims: list[dict[str, Any]] | None = None
     labels: dict[str, str] | None = None
 
@@ -300,8 +306,26 @@ class BatchError(BaseModel):
     error: Problem
 
 
+class BatchTotals(_M):
+    pods: int
+    gpus: int
+    requests: dict[str, str] = Field(description="exact quantity sums")
+    accelerators: dict[str, int] | None = None
+    requestValues: dict[str, int] | None = None
+    failed: int = Field(description="items that add nothing: failed, or partial with totals null")
+
+
+class BatchGroup(BaseModel):
+    value: str | None = Field(description="the label's value; null for the items without the label")
+    items: list[int] = Field(description="indexes into items")
+    totals: BatchTotals
+
+
 class BatchResponse(BaseModel):
     items: list[Interpretation | BatchError]
+    totals: BatchTotals = Field(description="summed over the items whose totals are known")
+    groups: list[BatchGroup] | None = Field(None, description="with groupBy: by label value, ordered by value, "
+                                                              "null last")
 
 
 # -- definitions -------------------------------------------------------------------------

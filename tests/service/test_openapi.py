@@ -65,8 +65,8 @@ body = InterpretRequest(object_=InterpretRequestObjectType0.from_dict(json.loads
 res = interpret.sync(client=c, body=body)
 assert isinstance(res, Interpretation), type(res)
 print(res.status.phase, res.totals.pods, res.totals.gpus, res.tree.children[1].instances[0].id)
-batch = interpret_batch.sync(client=c, body=BatchRequest(items=[body, body]))
-print(len(batch.items))
+batch = interpret_batch.sync(client=c, body=BatchRequest(items=[body, body]), group_by="no-such-label")
+print(len(batch.items), batch.totals.pods, batch.totals.gpus, batch.totals.failed, len(batch.groups))
 missing = interpret.sync(client=c, body=KubernetesObject(api_version="nope.io/v1", kind="Nothing"))
 assert isinstance(missing, Problem) and missing.status == 404, missing
 defs = list_definitions.sync(client=c)
@@ -77,4 +77,4 @@ print(all(d.digest.startswith("sha256:") for d in defs.items))
     finally:
         s.stop()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.split() == ["Degraded", "7", "36", "decode", "2", "True"]
+    assert r.stdout.split() == ["Degraded", "7", "36", "decode", "2", "14", "72", "0", "1", "True"]
