@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,3 +85,25 @@ def test_clusters_sum_gpus_and_accelerators(fleet: Server, world: None) -> None:
     lab, _ = eventually(status, timeout=20, what="the cluster synced with both workloads")
     assert lab["gpus"] == 19
     assert lab["accelerators"] == {"amd.com/gpu": 16, "gpu.intel.com/i915": 3, "nvidia.com/mig-1g.10gb": 6}
+
+
+def test_describe_shows_accelerator_columns_and_takes_the_flags(apiserver: ApiServer, world: None) -> None:
+    from .test_cli_live import wlmap
+
+    admin = apiserver.kubeconfig("admin")
+    r = wlmap("describe", "statefulset/mig-workers", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    res = [line.split() for line in lines[lines.index("Resources:") + 1:]]
+    assert res[0] == ["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY", "gpu.intel.com/i915", "nvidia.com/mig-1g.10gb"]
+    assert res[-1][:3] == ["TOTAL", "3", "3"] and res[-1][-2:] == ["3", "6"]
+    # the reference's rule (only nvidia.com/gpu is a GPU), and no Intel accelerators
+    r = wlmap("describe", "statefulset/mig-workers", "-n", NS, "--gpu-resource", "nvidia.com/gpu",
+              "--accelerator-resource", "nvidia.com/mig-*", "-o", "json", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    body = json.loads(r.stdout)
+    assert body["totals"]["gpus"] == 0 and body["totals"]["accelerators"] == {"nvidia.com/mig-1g.10gb": 6}
+    r = wlmap("get", "deployments", "-n", NS, "-o", "json", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    [row] = json.loads(r.stdout)["items"]
+    assert row["gpus"] == 16 and row["accelerators"] == {"amd.com/gpu": 16}

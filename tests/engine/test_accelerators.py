@@ -163,3 +163,35 @@ def test_add_totals_sums_interpretations():
     assert add_totals(a, None) is None
     with pytest.raises(QuantityError):
         add_totals(a, {"pods": 1, "gpus": 0, "requests": {"cpu": "lots"}})
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+def test_interpret_takes_the_flags_in_its_evaluation_worker(tmp_path):
+    """`wlmap interpret` with a definition that is not built in evaluates in a spawned worker:
+    the flags reach it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    task = {"apiVersion": "acme.example.com/v1", "kind": "BatchTask", "metadata": {"name": "bt", "namespace": "t"},
+            "spec": {"workers": 2, "podTemplate": {"spec": {"containers": [{"name": "t", "image": "t", "resources": {
+                "requests": {"amd.com/gpu": "1", "google.com/tpu": "4", "cpu": "0.5"}}}]}}},
+            "status": {"state": "Active"}}
+    (tmp_path / "bt.json").write_text(json.dumps(task))
+    wlmap = Path(sys.executable).parent / "wlmap"
+
+    def totals(*flags: str) -> dict:
+        r = subprocess.run([str(wlmap), "interpret", "--definition", str(root / "tests/data/examples/batchtask.karta.yaml"),
+                            "-o", "json", *flags, str(tmp_path / "bt.json")], capture_output=True, text=True,
+                           timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["totals"]
+
+    t = totals()
+    assert (t["gpus"], t["accelerators"]) == (2, {"amd.com/gpu": 2, "google.com/tpu": 8})
+    assert t["requestValues"]["cpu"] == 1000
+    t = totals("--gpu-resource", "google.com/tpu", "--accelerator-resource", "google.com/*")
+    assert (t["gpus"], t["accelerators"]) == (8, {"google.com/tpu": 8})
