@@ -27,7 +27,7 @@ from .quantity import QuantityError
 from . import accelerators
 from .accelerators import ResourceRules, clamp as _clamp, request_values
 from .requests import Requests, fragmented_requests, multiply, pod_requests, to_strings
-from .totals import Sums, totals_json
+from .totals import Sums
 from .status import evaluate_status
 
 
@@ -121,18 +121,17 @@ class _PodFacts:
     per_pod: Requests
     view: dict[str, Any]
     rules: ResourceRules  # the accelerator rules the counts were made with
-    scaled: dict[int, tuple[Sums, dict[str, Any]]]
+    scaled: dict[int, Sums]
 
-    def times(self, n: int) -> tuple[Sums, dict[str, Any]]:
-        """The sums of n such pods and their `totals` (a fresh dict; its maps are shared)."""
+    def times(self, n: int) -> Sums:
+        """The sums of n such pods."""
         hit = self.scaled.get(n)
         if hit is None:
-            req = multiply(self.per_pod, n)
-            gpus, acc = _clamp(self.view["gpus"] * n), {k: _clamp(v * n) for k, v in self.view["accelerators"].items()}
-            hit = (Sums(n, gpus, acc, req), totals_json(n, gpus, acc, req))
+            acc = {k: _clamp(v * n) for k, v in self.view["accelerators"].items()}
+            hit = Sums(n, _clamp(self.view["gpus"] * n), acc, multiply(self.per_pod, n))
             if len(self.scaled) < 64:  # replica counts of one pod definition are few
                 self.scaled[n] = hit
-        return hit[0], dict(hit[1])
+        return hit
 
 
 # Keyed by the pod definition's JSON texts, which a caller writes (up to a request body each);
@@ -171,7 +170,8 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[l
                 raise ExtractionError(f"instance {inst.id!r}: {e}", f"{path}.specDefinition") from None
             n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
             entry["pod"] = dict(facts.view)
-            i_sums, entry["totals"] = facts.times(n)
+            i_sums = facts.times(n)
+            entry["totals"] = i_sums.as_json()
             total = total + i_sums
         else:
             entry["totals"] = Sums().as_json()

@@ -195,3 +195,17 @@ def test_interpret_takes_the_flags_in_its_evaluation_worker(tmp_path):
     assert t["requestValues"]["cpu"] == 1000
     t = totals("--gpu-resource", "google.com/tpu", "--accelerator-resource", "google.com/*")
     assert (t["gpus"], t["accelerators"]) == (8, {"google.com/tpu": 8})
+
+
+def test_cached_totals_are_the_callers_to_keep_and_bounded():
+    from app.engine import totals as totals_mod
+
+    first = deploy({"amd.com/gpu": "1", "cpu": "1"}, replicas=3)
+    first["totals"]["accelerators"]["amd.com/gpu"] = 99  # a caller editing its answer
+    first["tree"]["instances"][0]["totals"]["requestValues"]["cpu"] = 0
+    again = deploy({"amd.com/gpu": "1", "cpu": "1"}, replicas=3)
+    assert again["totals"]["accelerators"] == {"amd.com/gpu": 3}
+    assert again["tree"]["instances"][0]["totals"]["requestValues"]["cpu"] == 3000
+    for n in range(totals_mod.SUMS_CACHE + 10):  # distinct sums never grow the cache past its bound
+        totals_mod.Sums(1, 0, {}, {}) + totals_mod.Sums(n + 1, 0, {}, {})
+    assert len(totals_mod._SUMS) <= totals_mod.SUMS_CACHE
