@@ -399,30 +399,36 @@ def describe_lines(result: dict[str, Any], created: str | None = None) -> list[s
 
 
 def resource_rows(result: dict[str, Any]) -> list[list[str]]:
-    """One row per pod-bearing component (per instance when it has several), then TOTAL."""
-    rows = [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"]]
-
-    def row(label: str, t: dict[str, Any] | None) -> list[str]:
-        if t is None:  # not computed: unknown, never a partial sum
-            return [label, "?", "?", "?", "?"]
-        req = t["requests"]
-        return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")]
+    """One row per pod-bearing component (per instance when it has several), then TOTAL.  GPU
+    counts whole devices; a column per accelerator resource follows when any is requested
+    beyond nvidia.com/gpu (AMD, Intel, Gaudi, MIG slices, Neuron, TPU)."""
+    labelled: list[tuple[str, dict[str, Any] | None]] = []
 
     def walk(node: dict[str, Any]) -> None:
         if node.get("error"):
-            rows.append(row(f"{node['name']} {render.FAILED_MARK}", None))
+            labelled.append((f"{node['name']} {render.FAILED_MARK}", None))
         elif node["podBearing"]:
             insts = node["instances"]
             if len(insts) == 1 and insts[0]["id"] is None:
-                rows.append(row(node["name"], insts[0]["totals"]))
+                labelled.append((node["name"], insts[0]["totals"]))
             else:
-                rows.extend(row(f"{node['name']}/{i['id']}", i["totals"]) for i in insts)
+                labelled.extend((f"{node['name']}/{i['id']}", i["totals"]) for i in insts)
         for c in node["children"]:
             walk(c)
 
     walk(result["tree"])
-    rows.append(row("TOTAL", result["totals"]))
-    return rows
+    labelled.append(("TOTAL", result["totals"]))
+    names = sorted({a for _, t in labelled if t for a in t.get("accelerators") or {}})
+    extra = names if set(names) - {"nvidia.com/gpu"} else []  # an NVIDIA-only workload: GPU says it all
+
+    def row(label: str, t: dict[str, Any] | None) -> list[str]:
+        if t is None:  # not computed: unknown, never a partial sum
+            return [label, "?", "?", "?", "?"] + ["?"] * len(extra)
+        req, acc = t["requests"], t.get("accelerators") or {}
+        return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")] + \
+            [str(acc.get(a, 0)) for a in extra]
+
+    return [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"] + extra] + [row(label, t) for label, t in labelled]
 
 
 # -- get -----------------------------------------------------------------------------------

@@ -284,6 +284,9 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--definition", action="append", default=[], metavar="FILE_OR_DIR",
                         help="extra definitions, taking precedence over built-in ones for the same root GVK "
                              "(repeatable)")
+    from ..service.settings import add_resource_arguments, add_serve_arguments
+
+    add_resource_arguments(common)
     p = argparse.ArgumentParser(prog="wlmap", description="Interpret Kubernetes AI workloads with Karta definitions.")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -358,8 +361,6 @@ def parser() -> argparse.ArgumentParser:
     ge.set_defaults(func=cmd_get)
 
     s = sub.add_parser("serve", parents=[common], help="serve the HTTP API (built-in catalog, no cluster by default)")
-    from ..service.settings import add_serve_arguments
-
     add_serve_arguments(s)
     s.set_defaults(func=cmd_serve)
     return p
@@ -367,6 +368,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    from ..service.settings import configure_resources
+
+    try:
+        configure_resources(args)  # the same accelerator rules for offline, live and served answers
+    except ValueError as e:  # a bad WLMAP_ACCELERATOR_RESOURCE / WLMAP_GPU_RESOURCE
+        _err(str(e))
+        return EXIT_USAGE
     try:
         return int(args.func(args))
     except CliError as e:

@@ -63,17 +63,19 @@ def error_row(obj: dict[str, Any], e: Exception, ready: int | None) -> dict[str,
     """The summary row of a workload that could not be interpreted (one bad object never hides the others)."""
     uid = str((obj.get("metadata") or {}).get("uid"))
     return {"workload": describe_ref(obj) | {"uid": uid}, "phase": None, "pods": {"ready": ready, "desired": None},
-            "gpus": None, "error": str(getattr(e, "detail", None) or e)}
+            "gpus": None, "accelerators": None, "error": str(getattr(e, "detail", None) or e)}
 
 
 def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None) -> dict[str, Any]:
-    """One row of GET /workloads: name, kind, phase, pods ready/desired, GPUs.  A partial
+    """One row of GET /workloads: name, kind, phase, pods ready/desired, GPUs, accelerators.  A partial
     interpretation keeps its phase; counts it cannot vouch for are null."""
     st, totals = result.get("status"), result.get("totals")
     out: dict[str, Any] = {"workload": result["workload"], "phase": st["phase"] if st else None,
                            "matched": st["matched"] if st else None,
                            "pods": {"ready": ready, "desired": totals["pods"] if totals else None},
-                           "gpus": totals["gpus"] if totals else None, "definition": result["definition"]["name"],
+                           "gpus": totals["gpus"] if totals else None,
+                           "accelerators": totals["accelerators"] if totals else None,
+                           "definition": result["definition"]["name"],
                            "createdAt": (obj.get("metadata") or {}).get("creationTimestamp"),
                            "complete": result["complete"]}
     if result.get("errors"):

@@ -24,7 +24,10 @@ from .instances import ComponentValues, ExtractedInstance, ExtractionError, desi
 from .memo import PY_OBJECT_FACTOR, ByteLRU, Memo, held_bytes
 from .pods import PodInput
 from .quantity import QuantityError
-from .requests import Requests, add, fragmented_requests, gpu_count, multiply, pod_requests, to_strings
+from . import accelerators
+from .accelerators import ResourceRules, clamp as _clamp, request_values
+from .requests import Requests, fragmented_requests, multiply, pod_requests, to_strings
+from .totals import Sums
 from .status import evaluate_status
 
 
@@ -76,7 +79,7 @@ def _instance_requests(inst: ExtractedInstance) -> Requests:
     return {}
 
 
-def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
+def _pod_view(inst: ExtractedInstance, req: Requests, rules: ResourceRules) -> dict[str, Any]:
     if inst.pod_template_spec is not None:
         spec, meta = inst.pod_template_spec.get("spec") or {}, inst.pod_template_spec.get("metadata") or {}
     elif inst.pod_spec is not None:
@@ -101,7 +104,9 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
 
     view: dict[str, Any] = {
         "requests": to_strings(req),
-        "gpus": _clamp(gpu_count(req)),
+        "requestValues": request_values(req),
+        "gpus": rules.gpu_count(req),
+        "accelerators": rules.accelerator_counts(req),
         "containers": brief(spec.get("containers")),
         "schedulerName": spec.get("schedulerName"),
         "priorityClassName": spec.get("priorityClassName"),
@@ -116,14 +121,6 @@ def _pod_view(inst: ExtractedInstance, req: Requests) -> dict[str, Any]:
     return view
 
 
-_INT64_MAX = 2**63 - 1
-
-
-def _clamp(n: int) -> int:
-    """Counts are int64 in the reference (Quantity.Value()); keep absurd quantities in range."""
-    return max(-_INT64_MAX - 1, min(_INT64_MAX, n))
-
-
 @dataclass(frozen=True)
 class _PodFacts:
     """What one pod definition yields: requests per pod, its view, and totals per replica count.
@@ -132,14 +129,15 @@ class _PodFacts:
 
     per_pod: Requests
     view: dict[str, Any]
-    gpus: int
-    scaled: dict[int, tuple[Requests, dict[str, str]]]
+    rules: ResourceRules  # the accelerator rules the counts were made with
+    scaled: dict[int, Sums]
 
-    def times(self, n: int) -> tuple[Requests, dict[str, str]]:
+    def times(self, n: int) -> Sums:
+        """The sums of n such pods."""
         hit = self.scaled.get(n)
         if hit is None:
-            req = multiply(self.per_pod, n)
-            hit = (req, to_strings(req))
+            acc = {k: _clamp(v * n) for k, v in self.view["accelerators"].items()}
+            hit = Sums(n, _clamp(self.view["gpus"] * n), acc, multiply(self.per_pod, n))
             if len(self.scaled) < 64:  # replica counts of one pod definition are few
                 self.scaled[n] = hit
         return hit
@@ -152,21 +150,21 @@ _pod_facts: Memo[tuple[bytes | None, ...], _PodFacts] = Memo(maxsize=4096, max_b
 
 def _facts(inst: ExtractedInstance) -> _PodFacts:
     key = inst.key()  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
+    rules = accelerators.RULES
     hit = _pod_facts.get(key) if key is not None else None
-    if hit is not None:
+    if hit is not None and hit.rules is rules:
         return hit
     per_pod = _instance_requests(inst)
-    facts = _PodFacts(per_pod, _pod_view(inst, per_pod), _clamp(gpu_count(per_pod)), {})
+    facts = _PodFacts(per_pod, _pod_view(inst, per_pod, rules), rules, {})
     if key is not None:
         _pod_facts.put(key, facts, sum(len(t) for t in key if t is not None) * (1 + PY_OBJECT_FACTOR))
     return facts
 
 
-def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], int, int, Requests]:
+def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], Sums]:
     """The instance entries of one extracted component and their sums.  Raises ExtractionError
     when a pod definition holds a quantity the reference cannot parse."""
-    pods = gpus = 0
-    total: Requests = {}
+    total = Sums()
     instances = []
     bearing = c.pod_bearing  # a property that walks the spec definition: read it once
     for inst in v.instances:
@@ -181,21 +179,20 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[l
                 raise ExtractionError(f"instance {inst.id!r}: {e}", f"{path}.specDefinition") from None
             n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
             entry["pod"] = dict(facts.view)
-            i_gpus = _clamp(facts.gpus * n)
-            i_req, i_strings = facts.times(n)
-            entry["totals"] = {"pods": n, "gpus": i_gpus, "requests": dict(i_strings)}
-            pods, gpus, total = pods + n, _clamp(gpus + i_gpus), add(total, i_req)
+            i_sums = facts.times(n)
+            entry["totals"] = i_sums.as_json()
+            total = total + i_sums
         else:
-            entry["totals"] = {"pods": 0, "gpus": 0, "requests": {}}
+            entry["totals"] = Sums().as_json()
         instances.append(entry)
-    return instances, pods, gpus, total
+    return instances, total
 
 
-_Sums = tuple[int, int, Requests] | None  # None: a component in the subtree failed, no count is whole
+_Sums = Sums | None  # None: a component in the subtree failed, no count is whole
 
 
 def _totals(sums: _Sums) -> dict[str, Any] | None:
-    return None if sums is None else {"pods": sums[0], "gpus": sums[1], "requests": to_strings(sums[2])}
+    return None if sums is None else sums.as_json()
 
 
 def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
@@ -212,8 +209,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
         sums: _Sums = None
     else:
         try:
-            instances, pods, gpus, total = _instances(c, v, path)
-            sums = (pods, gpus, total)
+            instances, sums = _instances(c, v, path)
         except ExtractionError as e:
             ctx.values[name] = e  # the gang must not size a component whose pods cannot be read
             error = part_error("component", e, name)
@@ -225,8 +221,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
         node, child_sums = _node(ctx, child, f"spec.structureDefinition.childComponents[{idx}]")
         children.append(node)
         if sums is not None and child_sums is not None:
-            p, g, r = child_sums
-            sums = (sums[0] + p, _clamp(sums[1] + g), add(sums[2], r))
+            sums = sums + child_sums
         else:
             sums = None
     kind = c.kind

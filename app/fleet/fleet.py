@@ -208,7 +208,7 @@ class Fleet:
         for sname, why in sorted(self.secret_problems.items()):
             if sname not in used:
                 out.append({"name": sname, "server": None, "version": None, "synced": False, "available": False,
-                            "lastError": why, "workloads": 0, "gpus": 0, "phases": {}, "origin": "secret",
+                            "lastError": why, "workloads": 0, "gpus": 0, "accelerators": {}, "phases": {}, "origin": "secret",
                             "source": f"{self.secrets_namespace}/{sname}", "context": None,
                             "checkedAt": None, "since": None})
         return out

@@ -147,10 +147,13 @@ class Member:
         """The /clusters item: no credential, only what the kubeconfig says of the server."""
         by_phase: dict[str, dict[str, float]] = {}
         gpus = 0.0
+        accelerators: dict[str, int] = {}
         rows = self.rows()
         for r in rows:
             g = float(r.get("gpus") or 0)
             gpus += g
+            for res, n in (r.get("accelerators") or {}).items():
+                accelerators[res] = accelerators.get(res, 0) + n
             p = by_phase.setdefault(str(r.get("phase") or "Unknown"), {"workloads": 0, "gpus": 0})
             p["workloads"] += 1
             p["gpus"] += g
@@ -168,7 +171,7 @@ class Member:
                           if i.error and i.state in ("unavailable", "forbidden")), None)
         return {"name": self.name, "server": server, "version": self.version, "synced": self.synced,
                 "available": self.available, "lastError": error, "workloads": len(rows),
-                "gpus": _num(gpus), "phases": {p: {"workloads": int(v["workloads"]), "gpus": _num(v["gpus"])}
+                "gpus": _num(gpus), "accelerators": dict(sorted(accelerators.items())), "phases": {p: {"workloads": int(v["workloads"]), "gpus": _num(v["gpus"])}
                                                 for p, v in sorted(by_phase.items())},
                 "origin": self.spec.origin, "source": self.spec.source or None, "context": self.spec.context,
                 "checkedAt": now_iso(self.checked_at) if self.checked_at else None,

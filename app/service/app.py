@@ -31,6 +31,7 @@ from starlette.responses import Response
 from .. import __version__
 from ..cluster.reader import Known, LookupFailed, Reader, matches_token
 from ..documents import DocumentError, UnencodableValue, loads_json, parse_documents
+from ..engine import accelerators
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
 from ..engine.interpret import InterpretationError, phase_of
@@ -395,6 +396,7 @@ metrics.REGISTRY.register(_STATE)
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
+    accelerators.configure(settings.accelerator_resources, settings.gpu_resources)  # before workers are spawned
     streams.Limits.buffer, streams.Limits.write_timeout = settings.stream_buffer, settings.stream_write_timeout
     streams.Limits.per_caller, streams.Limits.total = settings.max_streams_per_caller, settings.max_streams
     BodyLimits.inflight, BodyLimits.seconds = settings.max_inflight_body_bytes, settings.body_read_timeout

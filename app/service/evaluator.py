@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from cachetools import LRUCache
 
+from ..engine import accelerators
 from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
 from ..karta.expressions import iter_expressions
@@ -77,7 +78,8 @@ class _Worker:
     def start(cls, memory_mib: int = 0) -> _Worker:
         parent, child = _ctx.Pipe(duplex=True)
         progress = _ctx.Array("i", [-1, -1], lock=False)
-        p = _ctx.Process(target=worker_main, args=(child, progress, memory_mib), daemon=True, name="wlmap-eval")
+        p = _ctx.Process(target=worker_main, args=(child, progress, memory_mib, accelerators.RULES.as_args()),
+                         daemon=True, name="wlmap-eval")
         p.start()
         child.close()
         # Serve only once it has imported the engine (a second or more on a busy machine): that

@@ -64,10 +64,24 @@ class ContainerBrief(_M):
     image: str | None
 
 
+_ACCELERATORS = ("accelerator resources (--accelerator-resource patterns: nvidia.com/gpu, nvidia.com/mig-*, "
+                 "amd.com/gpu, gpu.intel.com/*, habana.ai/gaudi, aws.amazon.com/neuron*, google.com/tpu by "
+                 "default) as integer counts, rounded up")
+_GPUS = ("whole GPU devices: the sum over the --gpu-resource resources (nvidia.com/gpu, amd.com/gpu, "
+         "gpu.intel.com/i915, gpu.intel.com/xe, habana.ai/gaudi by default), each rounded up; MIG slices and other "
+         "partitions are in accelerators, never here")
+_REQUEST_VALUES = ("the same keys as requests as integers in base units, rounded up: cpu in millicores, memory, "
+                   "storage and hugepages-* in bytes, other resources as counts")
+
+
 class PodView(_M):
     requests: dict[str, str] = Field(description="effective per-pod requests (Kubernetes quantities), every "
                                                  "resource name")
-    gpus: int = Field(description="nvidia.com/gpu per pod")
+    requestValues: dict[str, int] = Field(description=_REQUEST_VALUES, examples=[{"cpu": 4000, "memory": 17179869184,
+                                                                                   "nvidia.com/gpu": 8}])
+    gpus: int = Field(description=_GPUS + " (per pod)")
+    accelerators: dict[str, int] = Field(description=_ACCELERATORS + " (per pod)",
+                                         examples=[{"nvidia.com/gpu": 8}, {"nvidia.com/mig-1g.5gb": 2}])
     containers: list[ContainerBrief]
     schedulerName: str | None
     priorityClassName: str | None
@@ -85,8 +99,11 @@ class PodView(_M):
 
 class Totals(_M):
     pods: int
-    gpus: int
-    requests: dict[str, str]
+    gpus: int = Field(description=_GPUS)
+    accelerators: dict[str, int] = Field(description=_ACCELERATORS)
+    requests: dict[str, str] = Field(description="Kubernetes quantities, every resource name")
+    requestValues: dict[str, int] = Field(description=_REQUEST_VALUES, examples=[{"cpu": 13000, "memory": 695784701952,
+                                                                                   "nvidia.com/gpu": 12}])
 
 
 class InstanceLive(_M):
@@ -386,7 +403,8 @@ class WorkloadSummary(_M):
     phase: str | None
     matched: list[str] | None = None
     pods: PodCounts
-    gpus: int | None
+    gpus: int | None = Field(description="whole GPU devices (totals.gpus); null when not computed")
+    accelerators: dict[str, int] | None = Field(None, description="totals.accelerators; null when not computed")
     definition: str | None = None
     createdAt: str | None = None
     complete: bool | None = Field(None, description="false when a part could not be computed: the phase is kept, "
@@ -429,7 +447,9 @@ class ClusterStatus(_M):
     available: bool = Field(description="its API server answered the last probe")
     lastError: str | None
     workloads: int = Field(description="top-level workloads")
-    gpus: float = Field(description="GPUs requested by those workloads")
+    gpus: float = Field(description="GPUs (whole devices) requested by those workloads")
+    accelerators: dict[str, int] = Field(default_factory=dict, description="accelerators requested by those "
+                                                                           "workloads, by resource")
     phases: dict[str, PhaseTotals] = Field(default_factory=dict, description="workloads and GPUs by phase")
     origin: Literal["home", "flag", "context", "secret"]
     source: str | None = Field(None, description="the Secret (namespace/name) that registers it")

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..cluster.kube import in_cluster
+from ..engine import accelerators
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -76,6 +77,8 @@ class Settings:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     token_audiences: list[str] = field(default_factory=list)
+    accelerator_resources: list[str] = field(default_factory=lambda: list(accelerators.DEFAULT_ACCELERATORS))
+    gpu_resources: list[str] = field(default_factory=lambda: list(accelerators.DEFAULT_GPUS))
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -128,6 +131,7 @@ class Settings:
         s.tls_cert_file = _env("tls_cert_file") or None
         s.tls_key_file = _env("tls_key_file") or None
         s.token_audiences = [a.strip() for a in (_env("token_audience") or "").split(",") if a.strip()]
+        s.accelerator_resources, s.gpu_resources = resource_rules_from_env()
         return s
 
     def to_env(self) -> dict[str, str]:
@@ -164,7 +168,9 @@ class Settings:
                 "WLMAP_CLUSTER_PROBE_INTERVAL": str(self.cluster_probe_interval), "WLMAP_LOOP": self.loop,
                 **({"WLMAP_TLS_CERT_FILE": self.tls_cert_file} if self.tls_cert_file else {}),
                 **({"WLMAP_TLS_KEY_FILE": self.tls_key_file} if self.tls_key_file else {}),
-                "WLMAP_TOKEN_AUDIENCE": ",".join(self.token_audiences)}
+                "WLMAP_TOKEN_AUDIENCE": ",".join(self.token_audiences),
+                "WLMAP_ACCELERATOR_RESOURCE": ",".join(self.accelerator_resources),
+                "WLMAP_GPU_RESOURCE": ",".join(self.gpu_resources)}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -307,7 +313,53 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     cluster_secret_allow_insecure=args.cluster_secret_allow_insecure,
                     cluster_probe_interval=args.cluster_probe_interval, loop=args.loop,
                     tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
-                    token_audiences=list(args.token_audiences))
+                    token_audiences=list(args.token_audiences),
+                    **_resource_rules(args))
+
+
+def _resource_rules(args: argparse.Namespace) -> dict[str, list[str]]:
+    acc, gpus = resource_rules_from_env()
+    return {"accelerator_resources": list(getattr(args, "accelerator_resources", None) or acc),
+            "gpu_resources": list(getattr(args, "gpu_resources", None) or gpus)}
+
+
+def _names(v: str | None) -> list[str] | None:
+    return [n.strip() for n in v.split(",") if n.strip()] if v and v.strip() else None
+
+
+def resource_rules_from_env() -> tuple[list[str], list[str]]:
+    """WLMAP_ACCELERATOR_RESOURCE and WLMAP_GPU_RESOURCE (comma-separated), else the defaults."""
+    return (_names(_env("accelerator_resource")) or list(accelerators.DEFAULT_ACCELERATORS),
+            _names(_env("gpu_resource")) or list(accelerators.DEFAULT_GPUS))
+
+
+def _resource_name(what: str):  # noqa: ANN202 - an argparse type
+    def check(v: str) -> str:
+        try:
+            return accelerators.check_names([v], what)[0]
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return check
+
+
+def add_resource_arguments(p: argparse.ArgumentParser) -> None:
+    """--accelerator-resource / --gpu-resource: every command that interprets takes them.  A flag
+    given once or more replaces the list (from the environment, else the default)."""
+    acc, gpus = resource_rules_from_env()
+    p.add_argument("--accelerator-resource", action="append", type=_resource_name("accelerator resource"),
+                   dest="accelerator_resources", metavar="PATTERN",
+                   help="a requested resource counted in `accelerators` (shell-style *; repeatable, replaces the "
+                        "list; WLMAP_ACCELERATOR_RESOURCE, comma-separated; default " + ",".join(acc) + ")")
+    p.add_argument("--gpu-resource", action="append", type=_resource_name("GPU resource"), dest="gpu_resources",
+                   metavar="NAME", help="a resource counted as whole GPUs in `gpus` (repeatable, replaces the list; "
+                                        "WLMAP_GPU_RESOURCE, comma-separated; default " + ",".join(gpus) + ")")
+    p.set_defaults(accelerator_resources=None, gpu_resources=None)
+
+
+def configure_resources(args: argparse.Namespace) -> None:
+    """Resolve the flags (else the environment, else the defaults) into args and into the engine."""
+    vars(args).update(_resource_rules(args))
+    accelerators.configure(args.accelerator_resources, args.gpu_resources)
 
 
 def cluster_enabled(s: Settings) -> bool:

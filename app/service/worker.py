@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from ..engine import accelerators
 from ..engine.interpret import InterpretationError, interpret
 from ..engine.memo import DEFINITION_FACTOR, ByteLRU, held_bytes
 from ..karta.load import Definition, NotAKarta, definition_from_document
@@ -24,8 +25,10 @@ from ..karta.load import Definition, NotAKarta, definition_from_document
 READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
 
 
-def worker_main(conn: Connection, progress: Any, memory_mib: int = 0) -> None:
+def worker_main(conn: Connection, progress: Any, memory_mib: int = 0, rules: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    if rules is not None:  # the parent's accelerator rules (a spawned process starts with the defaults)
+        accelerators.configure(*rules)
     os.environ.clear()  # nothing secret to leak even if a shadowed builtin slipped through
     if memory_mib > 0:
         # A definition that allocates without bound (`"x" * 1e9`, a huge array) meets this limit:

@@ -52,8 +52,11 @@ class WorkloadCollector(Collector):
         ready = GaugeMetricFamily("wlmap_workload_pods_ready", "Pods owned by the workload whose Ready condition "
                                                                "is True", labels=names)
         requests = GaugeMetricFamily("wlmap_workload_resource_requests", "Resources the workload requests at its "
-                                     "desired scale (GPUs as a count, CPU in cores, memory in bytes)",
+                                     "desired scale (accelerators as a count, CPU in cores, memory in bytes)",
                                      labels=names + ["resource"])
+        gpus = GaugeMetricFamily("wlmap_workload_gpus", "Whole GPU devices the workload requests at its desired "
+                                 "scale, every vendor (--gpu-resource; MIG slices are not whole devices)",
+                                 labels=names)
         gang = GaugeMetricFamily("wlmap_workload_gang_min_available", "The gang minimum (pods that must start "
                                  "together), for definitions with gang instructions", labels=names)
         rows = self._rows if self._rows is not None else (self.model.rows() if self.model is not None else [])
@@ -70,11 +73,13 @@ class WorkloadCollector(Collector):
                 desired.add_metric(labels, pods["desired"])
             if pods.get("ready") is not None:
                 ready.add_metric(labels, pods["ready"])
+            if row.get("gpus") is not None:
+                gpus.add_metric(labels, row["gpus"])
             for res, n in requested(facts):
                 requests.add_metric(labels + [res], n)
             if facts and facts.get("gangMin") is not None:
                 gang.add_metric(labels, facts["gangMin"])
-        yield from (info, phase, desired, ready, requests, gang)
+        yield from (info, phase, desired, ready, requests, gpus, gang)
 
 
 def requested(facts: dict[str, Any] | None) -> list[tuple[str, float]]:
@@ -88,9 +93,11 @@ def requested(facts: dict[str, Any] | None) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     if totals:
         reqs: dict[str, Any] = dict(totals.get("requests") or {})
-        reqs.setdefault("nvidia.com/gpu", str(totals.get("gpus") or 0))
+        reqs.setdefault("nvidia.com/gpu", "0")  # always a series: dashboards sum it
+        counts = totals.get("accelerators") or {}
         for res in sorted(reqs):
-            n = float(totals["gpus"]) if res == "nvidia.com/gpu" else _number(res, str(reqs[res]))
+            # an accelerator as its integer count (a pod's 500m GPU is one device), like `accelerators`
+            n = float(counts[res]) if res in counts else _number(res, str(reqs[res]))
             if n is not None:
                 out.append((res, n))
     facts["_requested"] = out
@@ -98,7 +105,8 @@ def requested(facts: dict[str, Any] | None) -> list[tuple[str, float]]:
 
 
 FAMILIES = ["wlmap_workload_info", "wlmap_workload_phase", "wlmap_workload_pods_desired",
-            "wlmap_workload_pods_ready", "wlmap_workload_resource_requests", "wlmap_workload_gang_min_available"]
+            "wlmap_workload_pods_ready", "wlmap_workload_resource_requests", "wlmap_workload_gpus",
+            "wlmap_workload_gang_min_available"]
 
 
 class WorkloadMetrics:

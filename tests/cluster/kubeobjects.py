@@ -17,6 +17,7 @@ PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("", "ServiceAccount"): ("serviceaccounts", True),
     ("apps", "Deployment"): ("deployments", True), ("apps", "ReplicaSet"): ("replicasets", True),
     ("batch", "Job"): ("jobs", True),
+    ("apps", "StatefulSet"): ("statefulsets", True),
     ("rbac.authorization.k8s.io", "ClusterRole"): ("clusterroles", False),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): ("clusterrolebindings", False),
     ("rbac.authorization.k8s.io", "Role"): ("roles", True),

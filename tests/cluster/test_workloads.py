@@ -107,8 +107,9 @@ def test_live_workload_places_owned_pods(service: Server, world: dict[str, Any])
     body = r.json()
     assert body["workload"]["kind"] == "JobSet" and body["workload"]["uid"] == world["jobset"]["metadata"]["uid"]
     assert body["status"]["phase"] == "Running"
-    assert body["totals"] == {"pods": 7, "gpus": 12, "requests": {"cpu": "82", "memory": "648Gi",
-                                                                  "nvidia.com/gpu": "12"}}
+    assert body["totals"] == {"pods": 7, "gpus": 12, "accelerators": {"nvidia.com/gpu": 12},
+                              "requests": {"cpu": "82", "memory": "648Gi", "nvidia.com/gpu": "12"},
+                              "requestValues": {"cpu": 82000, "memory": 648 * 2**30, "nvidia.com/gpu": 12}}
     live = body["live"]
     assert (live["current"], live["ready"], live["desired"]) == (5, 4, 7)
     assert live["deleting"] is False and live["stale"] is False

@@ -93,7 +93,9 @@ def test_batchtask_scale_and_totals():
     out = bt({"elastic": {"minWorkers": 2}}, {"state": "Active"})
     [i] = out["tree"]["instances"]
     assert (i["id"], i["replicas"], i["minReplicas"], i["maxReplicas"]) == (None, 4, 2, None)
-    assert out["totals"] == {"pods": 4, "gpus": 8, "requests": {"cpu": "16", "memory": "32Gi", GPU: "8"}}
+    assert out["totals"] == {"pods": 4, "gpus": 8, "accelerators": {GPU: 8},
+                             "requests": {"cpu": "16", "memory": "32Gi", GPU: "8"},
+                             "requestValues": {"cpu": 16000, "memory": 32 * 2**30, GPU: 8}}
     assert out["tree"]["podBearing"] is True
     assert i["pod"]["containers"] == [{"name": "trainer", "image": "trainer:1"}]
 
@@ -356,7 +358,8 @@ def test_servinggraph_gateway_default_replicas():
 def test_servinggraph_totals():
     out = sg()
     gw = child_node(out, "gateway")
-    assert gw["totals"] == {"pods": 3, "gpus": 0, "requests": {"cpu": "3"}}
+    assert gw["totals"] == {"pods": 3, "gpus": 0, "accelerators": {}, "requests": {"cpu": "3"},
+                            "requestValues": {"cpu": 3000}}
     model = child_node(out, "model")
     assert model["totals"]["pods"] == 8
     assert model["totals"]["gpus"] == 4 * 4 + 4 * 8

@@ -58,14 +58,17 @@ def test_pytorchjob_per_pod_requests():
     [w] = node(out["tree"], "worker")["instances"]
     assert w["pod"]["requests"] == {"cpu": "4", "memory": "16Gi", GPU: "8"}
     assert w["pod"]["gpus"] == 8
-    assert w["totals"] == {"pods": 4, "gpus": 32, "requests": {"cpu": "16", "memory": "64Gi", GPU: "32"}}
+    assert w["totals"] == {"pods": 4, "gpus": 32, "accelerators": {GPU: 32},
+                           "requests": {"cpu": "16", "memory": "64Gi", GPU: "32"},
+                           "requestValues": {"cpu": 16000, "memory": 64 * 2**30, GPU: 32}}
 
 
 def test_grouping_root_sums_children():
     out = run(pytorch_doc(), pytorch_obj())
     assert out["tree"]["podBearing"] is False
     assert out["tree"]["totals"]["gpus"] == 33
-    assert out["tree"]["instances"][0]["totals"] == {"pods": 0, "gpus": 0, "requests": {}}
+    assert out["tree"]["instances"][0]["totals"] == {"pods": 0, "gpus": 0, "accelerators": {}, "requests": {},
+                                                     "requestValues": {}}
 
 
 def test_totals_do_not_change_with_live_pods():
@@ -134,17 +137,22 @@ def test_sidecar_adds_to_steady_state():
     assert run(deployment_doc(), workload(spec))["totals"]["gpus"] == 4
 
 
-def test_only_nvidia_gpu_counts_as_gpu_but_every_resource_is_carried():
+def test_whole_devices_count_as_gpus_slices_do_not_and_every_resource_is_carried():
+    # issue 22: AMD GPUs are whole devices (the reference counts only nvidia.com/gpu; see
+    # test_accelerators.py for --gpu-resource nvidia.com/gpu, the reference's rule); a MIG slice
+    # is an accelerator, never a GPU.
     reqs = {"amd.com/gpu": "2", "nvidia.com/mig-1g.5gb": "1", "ephemeral-storage": "1Gi", "cpu": "1"}
     out = run(deployment_doc(), workload({"replicas": 3, "template": template([ctr(requests=reqs)])}))
-    assert out["totals"]["gpus"] == 0
+    assert out["totals"]["gpus"] == 6
+    assert out["totals"]["accelerators"] == {"amd.com/gpu": 6, "nvidia.com/mig-1g.5gb": 3}
     assert out["totals"]["requests"] == {"amd.com/gpu": "6", "cpu": "3", "ephemeral-storage": "3Gi",
                                          "nvidia.com/mig-1g.5gb": "3"}
 
 
 def test_replicas_zero_gives_zero_totals_but_component_stays():
     out = run(deployment_doc(), workload({"replicas": 0, "template": template([ctr(requests={GPU: 1})])}))
-    assert out["totals"] == {"pods": 0, "gpus": 0, "requests": {GPU: "0"}}
+    assert out["totals"] == {"pods": 0, "gpus": 0, "accelerators": {GPU: 0}, "requests": {GPU: "0"},
+                             "requestValues": {GPU: 0}}
     assert out["tree"]["podBearing"] is True
     assert len(out["tree"]["instances"]) == 1
 
@@ -220,7 +228,8 @@ def test_pod_bearing_component_includes_child_totals():
                                 scaleDefinition={"replicasPath": ".spec.n"})])
     out = run(doc, workload({"head": pod_template(gpus=1), "w": pod_template(gpus=2), "n": 3}))
     assert out["tree"]["instances"][0]["totals"]["gpus"] == 1
-    assert out["tree"]["totals"] == {"pods": 4, "gpus": 7, "requests": {GPU: "7"}}
+    assert out["tree"]["totals"] == {"pods": 4, "gpus": 7, "accelerators": {GPU: 7}, "requests": {GPU: "7"},
+                                     "requestValues": {GPU: 7}}
     assert out["totals"]["gpus"] == 7
 
 
@@ -248,9 +257,14 @@ def test_multi_instance_component_sums_instances():
             {"name": "processor", "replicas": 3, "template": pod_template(gpus=2, cpu="2")}]
     out = run(doc, workload({"jobs": jobs}))
     job = node(out["tree"], "job")
-    assert instance(job, "indexer")["totals"] == {"pods": 2, "gpus": 2, "requests": {"cpu": "2", GPU: "2"}}
-    assert instance(job, "processor")["totals"] == {"pods": 3, "gpus": 6, "requests": {"cpu": "6", GPU: "6"}}
-    assert job["totals"] == {"pods": 5, "gpus": 8, "requests": {"cpu": "8", GPU: "8"}}
+    assert instance(job, "indexer")["totals"] == {"pods": 2, "gpus": 2, "accelerators": {GPU: 2},
+                                                  "requests": {"cpu": "2", GPU: "2"},
+                                                  "requestValues": {"cpu": 2000, GPU: 2}}
+    assert instance(job, "processor")["totals"] == {"pods": 3, "gpus": 6, "accelerators": {GPU: 6},
+                                                    "requests": {"cpu": "6", GPU: "6"},
+                                                    "requestValues": {"cpu": 6000, GPU: 6}}
+    assert job["totals"] == {"pods": 5, "gpus": 8, "accelerators": {GPU: 8}, "requests": {"cpu": "8", GPU: "8"},
+                             "requestValues": {"cpu": 8000, GPU: 8}}
     assert out["totals"] == job["totals"]
 
 

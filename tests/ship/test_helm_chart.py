@@ -643,6 +643,16 @@ def test_token_audiences_become_env() -> None:
         render({"config": {"auth": "none", "tokenAudiences": ["workload-map"]}})  # `wlmap serve` would refuse it
 
 
+def test_accelerator_rules_become_env() -> None:
+    env = env_of(objects(render({"config": {"acceleratorResources": ["nvidia.com/mig-*", "example.com/fpga"],
+                                            "gpuResources": ["nvidia.com/gpu"]}})))
+    s = _settings_from(env)
+    assert s.accelerator_resources == ["nvidia.com/mig-*", "example.com/fpga"] and s.gpu_resources == ["nvidia.com/gpu"]
+    env = env_of(objects(render()))
+    assert "WLMAP_ACCELERATOR_RESOURCE" not in env and "WLMAP_GPU_RESOURCE" not in env  # the service's defaults
+    assert_rejected({"config": {"gpuResources": ["amd.com/gpu,nvidia.com/gpu"]}})
+
+
 def test_tls_from_a_cert_manager_certificate() -> None:
     objs = objects(render(CERT_MANAGER))
     cert = one(objs, "Certificate")

@@ -550,3 +550,16 @@ def test_routes(bare: Server) -> None:
         assert not [p for p in c.get("/openapi.json").json()["paths"] if p.startswith("/ui")]
         # nothing the pages load comes from another origin (works offline)
         assert not re.search(r"(src|href)=\"(https?:)?//", r.text)
+
+
+def test_interpret_shows_accelerators_beyond_nvidia_gpus(bare: Server, page: Any) -> None:
+    manifests = read("tests/data/manifests/accelerators.yaml").split("\n---\n")
+    page.goto(f"{bare.url}/ui/interpret")
+    interpret(page, manifests[1])  # MIG slices and Intel GPUs
+    expect(page.locator("#stat-gpus .value")).to_have_text("3")
+    expect(page.locator("#stat-accelerators .value")).to_have_text("gpu.intel.com/i915 3, nvidia.com/mig-1g.10gb 6")
+    expect(page.locator("#resources-table tbody .accelerators")).to_have_text(
+        "gpu.intel.com/i915 3, nvidia.com/mig-1g.10gb 6")
+    interpret(page, read(JOBSET_RUNNING))  # NVIDIA GPUs only: the GPU figures say it all
+    expect(page.locator("#stat-gpus .value")).to_have_text("12")
+    expect(page.locator("#stat-accelerators")).to_have_count(0)

@@ -17,6 +17,13 @@ function reqText(requests) {
   return entries.map(([k, v]) => `${k} ${v}`).join(", ");
 }
 
+/** Accelerators beyond nvidia.com/gpu (AMD, Intel, Gaudi, MIG slices, Neuron, TPU), or null:
+ * GPUs already count whole devices, so an NVIDIA-only workload shows nothing more. */
+function accText(accelerators) {
+  const entries = Object.entries(accelerators || {}).filter(([k]) => k !== GPU);
+  return entries.length ? entries.map(([k, v]) => `${k} ${v}`).join(", ") : null;
+}
+
 export function definitionLine(def) {
   if (!def) return null;
   const inline = def.source === "inline";
@@ -124,7 +131,8 @@ function resourcesCard(result) {
         h("td", { class: "num" }, inst.replicas ?? "—", bounds ? h("span", { class: "faint" }, ` (${bounds})`) : null),
         l ? h("td", { class: "num" }, `${l.ready}/${l.desired}`) : null,
         h("td", { class: "num" }, inst.pod?.gpus ?? 0),
-        h("td", { class: "num" }, inst.totals.gpus),
+        h("td", { class: "num" }, inst.totals.gpus,
+          accText(inst.totals.accelerators) ? h("div", { class: "faint accelerators" }, accText(inst.totals.accelerators)) : null),
         h("td", { class: "muted" }, reqText(inst.pod?.requests)),
         h("td", {}, reqText(inst.totals.requests)),
         l ? h("td", { class: "muted" }, (l.nodes || []).join(", ") || "—") : null));
@@ -175,6 +183,7 @@ export function statsRow(result) {
     live ? stat("stat-ready", "Pods ready", live.ready, `/ ${live.desired ?? "unknown"}`) : stat("stat-pods", "Pods", t.pods),
     live ? stat("stat-current", "Pods existing", live.current) : null,
     stat("stat-gpus", "GPUs", t.gpus),
+    accText(t.accelerators) ? stat("stat-accelerators", "Accelerators", accText(t.accelerators)) : null,
     stat("stat-cpu", "CPU", t.requests?.cpu ?? "0"),
     stat("stat-memory", "Memory", t.requests?.memory ?? "0"),
     pg ? stat("stat-gang", "Gang minimum", pg.minAvailable ?? "—", "pods") : null);
