@@ -1,10 +1,8 @@
 """Sums of interpretation totals: a batch's and a group's (api-contract "Groups").
 
-A totals is `{pods, gpus, requests, accelerators?, requestValues?}` (api-contract `totals`).
-Counts and integer maps (`accelerators`, `requestValues`) add as integers; `requests` holds
-Kubernetes quantity strings, which add exactly as quantities (`500m` + `1.5` = `2`, `1Gi` +
-`512Mi` = `1536Mi`), never through floats.  An integer map appears in a sum when any summed
-totals holds it.
+A totals is `{pods, gpus, accelerators, requests, requestValues}` (api-contract `totals`); they
+add as totals.Sums do: counts as integers, `requests` exactly as quantities (`500m` + `1.5` =
+`2`, `1Gi` + `512Mi` = `1536Mi`, never through floats), `requestValues` from the exact sum.
 """
 
 from __future__ import annotations
@@ -12,51 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .quantity import parse_quantity
-from .requests import Requests, add, to_strings
-
-COUNTS = ("pods", "gpus")
-INT_MAPS = ("accelerators", "requestValues")
-
-
-def add_int_maps(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
-    """Per-key integer sum (a key only in b is copied)."""
-    out = dict(a)
-    for k, n in b.items():
-        out[k] = out.get(k, 0) + n
-    return out
-
-
-def add_quantity_maps(a: Requests, b: Mapping[str, str]) -> Requests:
-    """a plus the quantity strings of b, exactly.  Raises QuantityError on a string that is
-    not a quantity (an engine's totals never holds one)."""
-    return add(a, {k: parse_quantity(v) for k, v in b.items()})
+from .totals import ZERO, sums_of
 
 
 def sum_totals(parts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any]:
-    """The sum of totals; a None part (an item that failed, or a partial one whose totals could
-    not be computed) is counted in `failed` and adds nothing, since a partial count must never
-    pass for the whole."""
-    counts = dict.fromkeys(COUNTS, 0)
-    requests: Requests = {}
-    maps: dict[str, dict[str, int]] = {}
-    failed = 0
+    """The sum of totals (totals.Sums: exact quantities, `requestValues` from the exact sum); a
+    None part (an item that failed, or a partial one whose totals could not be computed) is
+    counted in `failed` and adds nothing, since a partial count must never pass for the whole."""
+    total, failed = ZERO, 0
     for t in parts:
         if t is None:
             failed += 1
-            continue
-        for k in COUNTS:
-            counts[k] += int(t.get(k) or 0)
-        requests = add_quantity_maps(requests, t.get("requests") or {})
-        for k in INT_MAPS:
-            if t.get(k) is not None:
-                maps[k] = add_int_maps(maps.get(k, {}), t[k])
-    out: dict[str, Any] = {**counts, "requests": to_strings(requests)}
-    for k in INT_MAPS:
-        if k in maps:
-            out[k] = dict(sorted(maps[k].items()))
-    out["failed"] = failed
-    return out
+        else:
+            total = total + sums_of(t)
+    return {**total.as_json(), "failed": failed}
 
 
 def item_totals(item: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -96,10 +96,11 @@ def add_totals(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict
     QuantityError for a `requests` value that is not a quantity."""
     if a is None or b is None:
         return None
-    return (_sums(a) + _sums(b)).as_json()
+    return (sums_of(a) + sums_of(b)).as_json()
 
 
-def _sums(t: Mapping[str, Any]) -> Sums:
+def sums_of(t: Mapping[str, Any]) -> Sums:
+    """A `totals` object as the API returns it, as Sums (exact quantities)."""
     reqs = t.get("requests") or {}
     try:
         parsed = {str(k): parse_quantity(v) for k, v in reqs.items()}

@@ -323,12 +323,9 @@ class BatchError(BaseModel):
     error: Problem
 
 
-class BatchTotals(_M):
-    pods: int
-    gpus: int
-    requests: dict[str, str] = Field(description="exact quantity sums")
-    accelerators: dict[str, int] | None = None
-    requestValues: dict[str, int] | None = None
+class BatchTotals(Totals):
+    """The items' totals summed (requests exactly; requestValues from the exact sum)."""
+
     failed: int = Field(description="items that add nothing: failed, or partial with totals null")
 
 

@@ -95,7 +95,7 @@ def test_group_by_a_label_nobody_has_is_one_null_group(client: httpx.Client):
 
 def test_an_empty_batch_sums_to_zero(client: httpx.Client):
     out = batch(client, [], groupBy="team")
-    assert out == {"items": [], "totals": {"pods": 0, "gpus": 0, "requests": {}, "failed": 0}, "groups": []}
+    assert out == {"items": [], "totals": {"pods": 0, "gpus": 0, "accelerators": {}, "requests": {}, "requestValues": {}, "failed": 0}, "groups": []}
 
 
 def test_group_by_must_be_a_label_key(client: httpx.Client):
