@@ -365,7 +365,7 @@ def _limit(rows: list[Row], n: int | None, what: str) -> list[Row]:
     """At most n rows, then one saying how many more (describe --pod-limit/--component-limit)."""
     if n is None or len(rows) <= n:
         return rows
-    return rows[:n] + [(f"… {len(rows) - n} more {what}", [], [])]
+    return rows[:n] + [(f"… {len(rows) - n} more {what}", ["", "", ""], [])]
 
 
 def _live_tree(result: dict[str, Any], pod_limit: int | None = None, component_limit: int | None = None) -> list[Row]:
@@ -495,13 +495,21 @@ def _ref(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     return str(w.get("apiVersion")), str(w.get("kind")), str(w.get("namespace") or ""), str(w.get("name"))
 
 
+_ADDED = "_cli"  # the fields a row gained here only, dropped again before -o json|yaml
+
+
 def _with_extra(items: list[dict[str, Any]], seen: dict[str, Any]) -> None:
-    """Rows gain `labels` and `components` (the list API's fields), unless they already have them."""
+    """Rows gain `labels` and `components` (the list API's fields) for -l and -o wide, unless they
+    already have them.  Those added here are not printed by -o json|yaml, which stays exactly what
+    the service's GET /workloads returns."""
     extra = seen.get("rows") or {}
     for i in items:
         e = extra.get(_ref(i["workload"])) or {}
-        i.setdefault("labels", e.get("labels") or {})
-        i.setdefault("components", e.get("components") or [])
+        added = [k for k in ("labels", "components") if k not in i]
+        for k in added:
+            i[k] = e.get(k) or ({} if k == "labels" else [])
+        if added:
+            i[_ADDED] = added
 
 
 def cmd_get(args: argparse.Namespace) -> int:
@@ -530,6 +538,9 @@ def cmd_get(args: argparse.Namespace) -> int:
         result["items"] = listing.sort(result["items"], args.sort_by)
     some_answered = len(failures) < len(names or [None])  # none answered: the errors say why
     missing = [n for n in dict.fromkeys(args.names or []) if n not in {i["workload"]["name"] for i in result["items"]}]
+    for i in result["items"]:
+        for k in i.pop(_ADDED, []) if args.output not in ("table", "wide") else []:
+            del i[k]
     if args.output not in ("table", "wide"):
         _output(result, args.output)
     elif not result["items"]:
