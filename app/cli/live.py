@@ -64,6 +64,7 @@ class _Kube(Kube):
         self.failures: list[KubeError] = []
         self.listed: set[Resource] = set()  # lists that succeeded
         self.notes: list[str] = []  # warnings that are not failures (cluster definitions skipped)
+        self.definitions_error: KubeError | None = None  # why the cluster's Karta resources were not read
 
     async def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -108,6 +109,7 @@ class _Kube(Kube):
                               'administrator for "list" permission on kartas.run.ai to include cluster definitions.')
             return registry
         except KubeError as e:
+            self.definitions_error = e
             if e.status not in (0, 401):
                 self.notes.append(f"could not read Karta definitions from the cluster: {' '.join(str(e).split())}; "
                                   "showing built-in definitions only")
@@ -219,6 +221,32 @@ async def _session(args: argparse.Namespace, context: str | None, registry: Regi
     finally:
         await ev.close()
         await kube.close()
+
+
+def with_cluster_definitions(args: argparse.Namespace, registry: Registry) -> Registry:
+    """`definitions list --kubeconfig/--context`: the cluster's Karta resources between the catalog
+    and --definition folders, as get and describe use them.  A cluster that cannot be reached or
+    rejects the credentials is exit 1; one without the CRD or the right to list it, a warning."""
+    check_auth_flags(args)
+    _check_kubeconfig(args)
+
+    async def read() -> tuple[Registry, _Kube]:
+        try:
+            kube = await _connect(args, args.context)
+        except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
+            raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
+        try:
+            return await kube.cluster_definitions(registry), kube
+        finally:
+            await kube.close()
+
+    out, kube = asyncio.run(read())
+    e = kube.definitions_error
+    if e is not None and e.status in (0, 401):
+        raise CliError(e.message if e.status == 0 else "the API server rejected the credentials (Unauthorized)",
+                       EXIT_FAIL)
+    _warn(kube.notes)
+    return out
 
 
 def _lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
@@ -491,7 +519,7 @@ def resource_rows(result: dict[str, Any], component_limit: int | None = None) ->
 
 def _ref(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     """A workload's identity in both an object and a row's `workload`."""
-    w = obj if "metadata" not in obj else {**describe_ref(obj)}
+    w = describe_ref(obj) if "metadata" in obj else obj
     return str(w.get("apiVersion")), str(w.get("kind")), str(w.get("namespace") or ""), str(w.get("name"))
 
 

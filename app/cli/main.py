@@ -146,6 +146,10 @@ def _resolve(doc: Any, registry: Registry) -> Definition:
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = build_registry(args.definition)
+    if args.kubeconfig or args.context:
+        from .live import with_cluster_definitions
+
+        registry = with_cluster_definitions(args, registry)
     rows, defs = [], []
     for d in registry.active():
         g, v, k = d.gvk or ("", "", "")
@@ -313,6 +317,21 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--definition", action="append", default=[], metavar="FILE_OR_DIR",
                         help="extra definitions, taking precedence over built-in ones for the same root GVK "
                              "(repeatable)")
+    # How to reach a cluster: kubectl's flags on top of the kubeconfig (get, describe, definitions list).
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, "
+                                                                 "~/.kube/config, or the pod's service account)")
+    connection.add_argument("--as", dest="as_user", metavar="USER",
+                            help="impersonate USER (an Impersonate-User header on every request, as kubectl --as)")
+    connection.add_argument("--as-group", action="append", metavar="GROUP",
+                            help="impersonate GROUP too (repeatable; needs --as)")
+    connection.add_argument("--token", metavar="TOKEN", help="bearer token for the API server, instead of the "
+                                                             "kubeconfig user's credentials")
+    connection.add_argument("--request-timeout", type=request_timeout, default=30.0, metavar="DURATION",
+                            help="time one API request may take: seconds or a duration (30s, 2m); 0: the client's "
+                                 "default (default 30s)")
+    connection.add_argument("--insecure-skip-tls-verify", action="store_true",
+                            help="do not check the API server's certificate (insecure)")
     p = argparse.ArgumentParser(prog="wlmap", description="Interpret Kubernetes AI workloads with Karta definitions.")
     p.add_argument("--version", action="version", version=f"wlmap {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -328,7 +347,11 @@ def parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")
     dsub = d.add_subparsers(dest="action", required=True)
-    dl = dsub.add_parser("list", parents=[common], help="definitions in use, one per root GVK")
+    dl = dsub.add_parser("list", parents=[common, connection], help="definitions in use, one per root GVK",
+                         description="Offline: the built-in catalog and --definition folders. With --kubeconfig or "
+                                     "--context also the cluster's Karta resources (ORIGIN cluster).")
+    dl.add_argument("--context", metavar="CTX", help="read the Karta resources of this kubeconfig context (with "
+                                                     "--kubeconfig alone: its current context)")
     dl.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
     dl.add_argument("--group", metavar="GROUP", help='only definitions of this API group ("" for the core group)')
     dl.add_argument("--kind", metavar="KIND", help="only definitions of this Kind (any case)")
@@ -349,22 +372,9 @@ def parser() -> argparse.ArgumentParser:
     dt.add_argument("-v", "--verbose", action="store_true")
     dt.set_defaults(func=cmd_test)
 
-    live = argparse.ArgumentParser(add_help=False, parents=[common])
-    live.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
-                                                           "or the pod's service account)")
+    live = argparse.ArgumentParser(add_help=False, parents=[common, connection])
     live.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
                       help="time limit of one evaluation with a definition that is not built in (default 10)")
-    live.add_argument("--as", dest="as_user", metavar="USER", help="impersonate USER (an Impersonate-User header on "
-                                                                  "every request, as kubectl --as)")
-    live.add_argument("--as-group", action="append", metavar="GROUP",
-                      help="impersonate GROUP too (repeatable; needs --as)")
-    live.add_argument("--token", metavar="TOKEN", help="bearer token for the API server, instead of the "
-                                                       "kubeconfig user's credentials")
-    live.add_argument("--request-timeout", type=request_timeout, default=30.0, metavar="DURATION",
-                      help="time one API request may take: seconds or a duration (30s, 2m); 0: the client's "
-                           "default (default 30s)")
-    live.add_argument("--insecure-skip-tls-verify", action="store_true",
-                      help="do not check the API server's certificate (insecure)")
     ns_help = "namespace (default: the kubeconfig context's, else default)"
     de = sub.add_parser("describe", parents=[live], help="one live workload: components, instances, pods, resources",
                         description="Exit codes: 0 ok, 1 cluster or authorization error, 2 usage, 3 workload or "

@@ -571,3 +571,28 @@ def test_describe_pod_and_component_limits(jobset: dict[str, Any], admin: Path) 
     assert resources[3].startswith("… 1 more")
     r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, "--pod-limit", "0", kubeconfig=admin)
     assert "… 3 more pods" in r.stdout and "llm-pretrain-trainer-0-0" not in r.stdout
+
+
+def test_definitions_list_with_a_kubeconfig_shows_cluster_definitions(kubectl: Kubectl, admin: Path,
+                                                                      apiserver: ApiServer, tmp_path: Path) -> None:
+    karta = yaml.safe_load((ROOT / "examples/definitions/acme.example.com/BatchTask/v1/definition.yaml").read_text())
+    kubectl.apply(karta)
+    try:
+        assert wlmap("definitions", "list", "--kind", "BatchTask").stderr == "No Karta definitions found.\n"
+        r = wlmap("definitions", "list", "--kind", "batchtask", kubeconfig=admin)
+        assert r.returncode == 0, r.stderr
+        head, row = (line.split() for line in r.stdout.splitlines())
+        assert (head[3], row[1], row[3]) == ("ORIGIN", "BatchTask", "cluster")
+        r = wlmap("definitions", "list", "--group", "acme.example.com", "-o", "json", "--as", "alice", kubeconfig=admin)
+        assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout  # alice may not list kartas.run.ai
+        assert "not allowed to list kartas.run.ai" in r.stderr
+        r = wlmap("definitions", "list", "--kind", "batchtask", "--token", "not-a-token", kubeconfig=admin)
+        assert (r.returncode, r.stdout, r.stderr) == (
+            1, "", "error: the API server rejected the credentials (Unauthorized)\n")
+    finally:
+        kubectl.delete("run.ai/v1alpha1", "Karta", None, karta["metadata"]["name"])
+    from .apiserver import _free_port
+
+    closed = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
+    r = wlmap("definitions", "list", kubeconfig=closed)
+    assert r.returncode == 1 and r.stdout == "" and "reach the API server" in r.stderr, r.stderr

@@ -489,7 +489,7 @@ def test_bash_completion_registers_and_completes_commands_flags_and_choices(tmp_
                       't() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _wlmap;'
                       ' echo "${COMPREPLY[*]}"; }\n'
                       't wlmap g\nt wlmap get -n team -o ""\nt wlmap get --sort-by -g\nt wlmap describe --pod\n'
-                      't wlmap definitions list --k\nt wlmap completion ""\n')
+                      't wlmap definitions list --ki\nt wlmap completion ""\n')
     r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, check=False,
                        env={"PATH": f"{WLMAP.parent}:/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr
