@@ -3,7 +3,9 @@ built-in plus --definition definitions."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,3 +52,17 @@ def build_registry(extra: list[str] | None) -> Registry:
                       file=sys.stderr)
         layer += defs
     return Registry.of(load_builtin(), layer)
+
+
+def request_timeout(text: str) -> float | None:
+    """kubectl's --request-timeout: a number of seconds or a duration (1s, 2m, 1h, 1m30s); 0: none."""
+    text = text.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        seconds = float(text)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            raise argparse.ArgumentTypeError(f'invalid duration "{text}": a number of seconds or e.g. 30s, 2m, 1h')
+        scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+        seconds = sum(float(n) * scale[u] for n, u in parts)
+    return None if seconds == 0 else seconds

@@ -31,15 +31,18 @@ from ..cluster.kube import (
     KubeError,
     NotFound,
     Resource,
+    in_cluster,
     kubeconfig_namespace,
     pod_namespace,
 )
+from ..cluster.selectors import SelectorError
+from ..cluster.selectors import parse as parse_selector
 from ..cluster.sources import karta_definitions
-from ..cluster.workloads import LookupFailed, Workloads, allow_all
+from ..cluster.workloads import LookupFailed, Workloads, allow_all, describe_ref
 from ..engine.interpret import InterpretationError
 from ..fleet.specs import ClusterSpec, contexts, kubeconfig_paths, redact
 from ..karta.registry import Registry
-from . import render
+from . import listing, render
 from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
@@ -61,6 +64,7 @@ class _Kube(Kube):
         self.failures: list[KubeError] = []
         self.listed: set[Resource] = set()  # lists that succeeded
         self.notes: list[str] = []  # warnings that are not failures (cluster definitions skipped)
+        self.definitions_error: KubeError | None = None  # why the cluster's Karta resources were not read
 
     async def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -105,6 +109,7 @@ class _Kube(Kube):
                               'administrator for "list" permission on kartas.run.ai to include cluster definitions.')
             return registry
         except KubeError as e:
+            self.definitions_error = e
             if e.status not in (0, 401):
                 self.notes.append(f"could not read Karta definitions from the cluster: {' '.join(str(e).split())}; "
                                   "showing built-in definitions only")
@@ -132,6 +137,40 @@ def _check_kubeconfig(args: argparse.Namespace) -> None:
         raise CliError(f"--kubeconfig {args.kubeconfig}: no such file", EXIT_FAIL)
 
 
+async def _connect(args: argparse.Namespace, context: str | None) -> _Kube:
+    """`Kube.connect`, with kubectl's overrides of the kubeconfig: --token replaces the user's
+    credentials (client certificates included, so the token is who the server sees),
+    --insecure-skip-tls-verify, --request-timeout, and --as/--as-group as Impersonate-* headers
+    on every request (the session's default headers: several groups are several headers)."""
+    from kubernetes_asyncio import client, config
+
+    cfg = client.Configuration()
+    if args.kubeconfig or context or not in_cluster():
+        await config.load_kube_config(config_file=args.kubeconfig, context=context, client_configuration=cfg,
+                                      persist_config=False)
+    else:
+        config.load_incluster_config(client_configuration=cfg)
+    if args.token:
+        cfg.api_key = {"BearerToken": f"Bearer {args.token}"}
+        cfg.api_key_prefix = {}
+        cfg.refresh_api_key_hook = None
+        cfg.cert_file = cfg.key_file = None
+    if args.insecure_skip_tls_verify:
+        cfg.verify_ssl = False
+    api = client.ApiClient(configuration=cfg)
+    headers = api.rest_client.pool_manager.headers
+    if args.as_user:
+        headers["Impersonate-User"] = args.as_user
+    for group in args.as_group or []:
+        headers.add("Impersonate-Group", group)
+    return _Kube(api, request_timeout=args.request_timeout)
+
+
+def check_auth_flags(args: argparse.Namespace) -> None:
+    if args.as_group and not args.as_user:
+        raise CliError("--as-group needs --as: groups are impersonated together with a user, as kubectl")
+
+
 @contextlib.asynccontextmanager
 async def _session(args: argparse.Namespace, context: str | None, registry: Registry | None = None,
                    label: str = "") -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
@@ -145,7 +184,7 @@ async def _session(args: argparse.Namespace, context: str | None, registry: Regi
     registry = build_registry(args.definition) if registry is None else registry
     _check_kubeconfig(args)
     try:
-        kube = await _Kube.connect(args.kubeconfig, context)
+        kube = await _connect(args, context)
     except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
         raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
     try:
@@ -159,7 +198,13 @@ async def _session(args: argparse.Namespace, context: str | None, registry: Regi
 
     async def interpret(d: Any, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         seen["object"] = obj
-        return await ev.interpret(d, obj, pods)
+        # What `get` filters and shows beside each row (labels, components), kept by workload
+        # reference: rows are built from interpretations, never from the objects themselves.
+        extra = seen.setdefault("rows", {}).setdefault(_ref(obj), {"labels": (obj.get("metadata") or {})
+                                                                   .get("labels") or {}})
+        result = await ev.interpret(d, obj, pods)
+        extra["components"] = listing.components(result)
+        return result
 
     await ev.start()
     try:
@@ -176,6 +221,32 @@ async def _session(args: argparse.Namespace, context: str | None, registry: Regi
     finally:
         await ev.close()
         await kube.close()
+
+
+def with_cluster_definitions(args: argparse.Namespace, registry: Registry) -> Registry:
+    """`definitions list --kubeconfig/--context`: the cluster's Karta resources between the catalog
+    and --definition folders, as get and describe use them.  A cluster that cannot be reached or
+    rejects the credentials is exit 1; one without the CRD or the right to list it, a warning."""
+    check_auth_flags(args)
+    _check_kubeconfig(args)
+
+    async def read() -> tuple[Registry, _Kube]:
+        try:
+            kube = await _connect(args, args.context)
+        except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
+            raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
+        try:
+            return await kube.cluster_definitions(registry), kube
+        finally:
+            await kube.close()
+
+    out, kube = asyncio.run(read())
+    e = kube.definitions_error
+    if e is not None and e.status in (0, 401):
+        raise CliError(e.message if e.status == 0 else "the API server rejected the credentials (Unauthorized)",
+                       EXIT_FAIL)
+    _warn(kube.notes)
+    return out
 
 
 def _lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
@@ -265,12 +336,14 @@ def split_target(target: str, name: str | None) -> tuple[str, str]:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     kind, name = split_target(args.target, args.name)
+    check_auth_flags(args)
     ns = args.namespace or default_namespace(args.kubeconfig, args.context)
     result, obj, warnings = asyncio.run(_describe(args, kind, name, ns))
     if args.context:  # a named context is the cluster the workload was read from (as the service says it)
         result = {"cluster": args.context, **result}
     if args.output == "tree":
-        print("\n".join(describe_lines(result, (obj.get("metadata") or {}).get("creationTimestamp"))))
+        print("\n".join(describe_lines(result, (obj.get("metadata") or {}).get("creationTimestamp"),
+                                        args.pod_limit, args.component_limit)))
         warnings = (result.get("warnings") or []) + warnings
     else:
         _output(result, args.output)
@@ -316,9 +389,18 @@ def _gpu(n: int | None) -> str:
     return f"gpu: {n}" if n else ""
 
 
-def _live_tree(result: dict[str, Any]) -> list[Row]:
+def _limit(rows: list[Row], n: int | None, what: str) -> list[Row]:
+    """At most n rows, then one saying how many more (describe --pod-limit/--component-limit)."""
+    if n is None or len(rows) <= n:
+        return rows
+    return rows[:n] + [(f"… {len(rows) - n} more {what}", ["", "", ""], [])]
+
+
+def _live_tree(result: dict[str, Any], pod_limit: int | None = None, component_limit: int | None = None) -> list[Row]:
     """Components, then their instances (when they have ids), then pods; pods before child
-    components.  A root that bears pods itself is a row of its own, its children beside it."""
+    components.  A root that bears pods itself is a row of its own, its children beside it.
+    Pods under one node beyond `pod_limit`, and components or instances at one level beyond
+    `component_limit`, are one "… N more" row."""
     pods: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for p in (result.get("live") or {}).get("pods") or []:
         pods.setdefault((p["component"], p["instance"]), []).append(p)
@@ -329,6 +411,9 @@ def _live_tree(result: dict[str, Any]) -> list[Row]:
         if not p.get("ready") and reason:
             state += f" ({reason})"
         return p["name"], [state, _gpu((inst.get("pod") or {}).get("gpus")), p.get("node") or "<none>"], []
+
+    def pod_rows(rows: list[Row]) -> list[Row]:
+        return _limit(rows, pod_limit, "pods")
 
     def count(node: dict[str, Any], children: bool) -> tuple[int, int | None, set[str]]:
         """Ready, desired and nodes of a component: its own instances' plus its children's
@@ -354,33 +439,35 @@ def _live_tree(result: dict[str, Any]) -> list[Row]:
         gpus = sum(i["totals"]["gpus"] for i in instances) if root else (node["totals"] or {}).get("gpus", "?")
         below: list[Row] = []
         if root:  # the engine places all the root's pods on its first instance
-            below = [pod_row(p, instances[0]) for (c, _), ps in pods.items() if c == name for p in ps]
+            below = pod_rows([pod_row(p, instances[0]) for (c, _), ps in pods.items() if c == name for p in ps])
         elif any(i["id"] is not None for i in instances):
-            below = [pod_row(p, {}) for p in pods.get((name, None), [])]
-            for i in instances:
-                lv = i.get("live") or {}
-                below.append((str(i["id"]), [f"{lv.get('ready', 0)}/{i['totals']['pods']} ready",
-                                             _gpu(i["totals"]["gpus"]), ",".join(lv.get("nodes") or [])],
-                              [pod_row(p, i) for p in pods.get((name, i["id"]), [])]))
+            below = pod_rows([pod_row(p, {}) for p in pods.get((name, None), [])])
+            below += _limit([(str(i["id"]), [f"{(i.get('live') or {}).get('ready', 0)}/{i['totals']['pods']} ready",
+                                             _gpu(i["totals"]["gpus"]), ",".join((i.get("live") or {}).get("nodes")
+                                                                                 or [])],
+                              pod_rows([pod_row(p, i) for p in pods.get((name, i["id"]), [])])) for i in instances],
+                            component_limit, "instances")
         elif instances:
-            below = [pod_row(p, instances[0]) for p in pods.get((name, instances[0]["id"]), [])]
+            below = pod_rows([pod_row(p, instances[0]) for p in pods.get((name, instances[0]["id"]), [])])
         if not root:
-            below += [component(c) for c in node["children"]]
+            below += _limit([component(c) for c in node["children"]], component_limit, "components")
         return name, [f"{ready}/{'?' if desired is None else desired} ready", _gpu(gpus), ",".join(sorted(nodes))], below
 
     tree = result["tree"]
-    return ([component(tree, root=True)] if tree["podBearing"] else []) + [component(c) for c in tree["children"]]
+    return _limit(([component(tree, root=True)] if tree["podBearing"] else []) + [component(c) for c in tree["children"]],
+                  component_limit, "components")
 
 
-def describe_lines(result: dict[str, Any], created: str | None = None) -> list[str]:
-    """Header, the live tree, phase, resources table."""
+def describe_lines(result: dict[str, Any], created: str | None = None, pod_limit: int | None = None,
+                   component_limit: int | None = None) -> list[str]:
+    """Header, the live tree, phase, resources table (see `_live_tree` for the limits)."""
     w, d, st = result["workload"], result["definition"], result.get("status")
     head = [f"{w['kind']}/{w['name']}", *([f"cluster: {result['cluster']}"] if result.get("cluster") else []),
             f"namespace: {w.get('namespace') or '<none>'}", f"definition: {d['name']} ({d['source']})"]
     if created:
         head.append(f"age: {age(created)}")
     out = ["   ".join(head)]
-    rows = _draw(_live_tree(result))
+    rows = _draw(_live_tree(result, pod_limit, component_limit))
     if rows:
         out += [""] + render._table(rows)
     live = result.get("live") or {}
@@ -394,14 +481,15 @@ def describe_lines(result: dict[str, Any], created: str | None = None) -> list[s
     out += ["", phase] + render.gang_lines(result.get("gang", {}))
     if live.get("unplaced"):
         out.append(f"Not placed on a component: {', '.join(live['unplaced'])}")
-    out += ["", "Resources:"] + render._table(resource_rows(result))
+    out += ["", "Resources:"] + render._table(resource_rows(result, component_limit))
     return out + render.error_lines(result)
 
 
-def resource_rows(result: dict[str, Any]) -> list[list[str]]:
-    """One row per pod-bearing component (per instance when it has several), then TOTAL.  GPU
-    counts whole devices; a column per accelerator resource follows when any is requested
-    beyond nvidia.com/gpu (AMD, Intel, Gaudi, MIG slices, Neuron, TPU)."""
+def resource_rows(result: dict[str, Any], component_limit: int | None = None) -> list[list[str]]:
+    """One row per pod-bearing component (per instance when it has several; past
+    `component_limit` rows, one "… N more" row), then TOTAL.  GPU counts whole devices; a column
+    per accelerator resource follows when any is requested beyond nvidia.com/gpu (AMD, Intel,
+    Gaudi, MIG slices, Neuron, TPU)."""
     labelled: list[tuple[str, dict[str, Any] | None]] = []
 
     def walk(node: dict[str, Any]) -> None:
@@ -417,6 +505,9 @@ def resource_rows(result: dict[str, Any]) -> list[list[str]]:
             walk(c)
 
     walk(result["tree"])
+    more = len(labelled) - component_limit if component_limit is not None and len(labelled) > component_limit else 0
+    if more:
+        labelled = labelled[:component_limit]
     labelled.append(("TOTAL", result["totals"]))
     names = sorted({a for _, t in labelled if t for a in t.get("accelerators") or {}})
     extra = names if set(names) - {"nvidia.com/gpu"} else []  # an NVIDIA-only workload: GPU says it all
@@ -428,15 +519,46 @@ def resource_rows(result: dict[str, Any]) -> list[list[str]]:
         return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")] + \
             [str(acc.get(a, 0)) for a in extra]
 
-    return [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"] + extra] + [row(label, t) for label, t in labelled]
+    rows = [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"] + extra] + [row(label, t) for label, t in labelled]
+    if more:
+        rows.insert(-1, [f"… {more} more"] + [""] * (len(rows[0]) - 1))
+    return rows
 
 
 # -- get -----------------------------------------------------------------------------------
+
+def _ref(obj: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A workload's identity in both an object and a row's `workload`."""
+    w = describe_ref(obj) if "metadata" in obj else obj
+    return str(w.get("apiVersion")), str(w.get("kind")), str(w.get("namespace") or ""), str(w.get("name"))
+
+
+_ADDED = "_cli"  # the fields a row gained here only, dropped again before -o json|yaml
+
+
+def _with_extra(items: list[dict[str, Any]], seen: dict[str, Any]) -> None:
+    """Rows gain `labels` and `components` (the list API's fields) for -l and -o wide, unless they
+    already have them.  Those added here are not printed by -o json|yaml, which stays exactly what
+    the service's GET /workloads returns."""
+    extra = seen.get("rows") or {}
+    for i in items:
+        e = extra.get(_ref(i["workload"])) or {}
+        added = [k for k in ("labels", "components") if k not in i]
+        for k in added:
+            i[k] = e.get(k) or ({} if k == "labels" else [])
+        if added:
+            i[_ADDED] = added
+
 
 def cmd_get(args: argparse.Namespace) -> int:
     if args.kind and "/" in args.kind:
         raise CliError(f'get lists workloads: give a TYPE, not "{args.kind}" (see one with `wlmap describe '
                        f'{args.kind}`)')
+    check_auth_flags(args)
+    try:  # before any request: a bad selector is a usage error
+        selector = parse_selector(args.selector) if args.selector else None
+    except SelectorError as e:
+        raise CliError(f'invalid label selector "{args.selector}": {e}') from None
     names = _named_contexts(args)
     if names is None:  # the current context only: exactly as before contexts could be named
         ns = None if args.all_namespaces else (args.namespace or default_namespace(args.kubeconfig, None))
@@ -449,13 +571,21 @@ def cmd_get(args: argparse.Namespace) -> int:
         where = "any namespace" if args.all_namespaces else "namespace " + ", ".join(sorted(set(spaces)))
         answered = [n for n in names if n not in dict(failures)]
         where += f" in context{'s' if len(answered) > 1 else ''} {', '.join(answered)}"
-    if args.output != "table":
+    result["items"] = listing.select(result["items"], args.names, listing.phases(args.phase), selector)
+    if args.sort_by:
+        result["items"] = listing.sort(result["items"], args.sort_by)
+    some_answered = len(failures) < len(names or [None])  # none answered: the errors say why
+    missing = [n for n in dict.fromkeys(args.names or []) if n not in {i["workload"]["name"] for i in result["items"]}]
+    for i in result["items"]:
+        for k in i.pop(_ADDED, []) if args.output not in ("table", "wide") else []:
+            del i[k]
+    if args.output not in ("table", "wide"):
         _output(result, args.output)
     elif not result["items"]:
-        if len(failures) < len(names or [None]):  # not when no context answered: the errors say why
+        if some_answered and not missing:
             print(f"No workloads found in {where}.", file=sys.stderr)
     else:
-        print("\n".join(get_lines(result["items"], cluster=names is not None)))
+        print("\n".join(get_lines(result["items"], cluster=names is not None, wide=args.output == "wide")))
         def at(i: dict[str, Any]) -> str:  # which context a row came from, when several were read
             return f"context {i['cluster']}: " if "cluster" in i else ""
 
@@ -465,10 +595,13 @@ def cmd_get(args: argparse.Namespace) -> int:
                      + "; ".join(e["message"] for e in i.get("errors") or [])
                      for i in result["items"] if i.get("complete") is False]
     _warn(warnings)
+    if some_answered:  # each NAME asked for that no row has, as kubectl: the others are still printed
+        for n in missing:
+            print(f'error: {args.kind} "{n}" not found in {where}', file=sys.stderr)
     for name, e in failures:  # after the rows and warnings, so they are the last thing a person reads
         print(f"error: context {name}: {_redact(str(e), args.kubeconfig)}", file=sys.stderr)
     if not failures:
-        return EXIT_OK
+        return EXIT_NOT_FOUND if missing else EXIT_OK
     codes = {e.code for _, e in failures}
     # Every context failed the same way: that failure's code (4 for a TYPE nothing covers, say).
     # Otherwise the rows shown are partial: exit 1, as a partial result is everywhere in the CLI.
@@ -541,7 +674,7 @@ async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dic
 
 async def _get(args: argparse.Namespace, ns: str | None, context: str | None = None, registry: Registry | None = None,
                label: str = "") -> tuple[dict[str, Any], list[str]]:
-    async with _session(args, context, registry, label) as (kube, workloads, _):
+    async with _session(args, context, registry, label) as (kube, workloads, seen):
         try:
             if args.kind:
                 kinds = await workloads.known(args.kind)
@@ -552,6 +685,7 @@ async def _get(args: argparse.Namespace, ns: str | None, context: str | None = N
         except LookupFailed as e:
             raise _lookup_error(e, kube) from None
         kube.check()
+        _with_extra(result["items"], seen)
         if not result["items"] and kube.denied and not kube.listed:
             # Every list was refused: an empty table would read as "there are none".
             refused = sorted(e.message for e in kube.denied)
@@ -568,13 +702,15 @@ def _redact(message: str, kubeconfig: str | None) -> str:
     return message
 
 
-def get_lines(items: list[dict[str, Any]], cluster: bool = False) -> list[str]:
-    """The table; `cluster`: a CLUSTER column first (rows read from several contexts)."""
+def get_lines(items: list[dict[str, Any]], cluster: bool = False, wide: bool = False) -> list[str]:
+    """The table; `cluster`: a CLUSTER column first (rows read from several contexts); `wide`:
+    COMPONENTS and REASON last (`-o wide`)."""
     # Qualify a Kind by its group only when two groups share it (as kli does).
     groups: dict[str, set[str]] = {}
     for i in items:
         groups.setdefault(i["workload"]["kind"], set()).add(i["workload"]["apiVersion"].rpartition("/")[0])
-    rows = [["CLUSTER"] * cluster + ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]]
+    rows = [["CLUSTER"] * cluster + ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]
+            + ["COMPONENTS", "REASON"] * wide]
     for i in items:
         w, pods = i["workload"], i["pods"]
         group = w["apiVersion"].rpartition("/")[0]
@@ -583,5 +719,6 @@ def get_lines(items: list[dict[str, Any]], cluster: bool = False) -> list[str]:
         phase = (i["phase"] or ("<unknown>" if i.get("complete") is False else "<error>")) \
             + ("*" if i.get("complete") is False else "")  # *: a part could not be read (see the warnings)
         rows.append([i.get("cluster", "")] * cluster + [w["name"], w.get("namespace") or "<none>", kind, phase, ready,
-                     "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))])
+                     "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))]
+                    + [listing.components_cell(i), i.get("reason") or ""] * wide)
     return render._table(rows)

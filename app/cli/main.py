@@ -18,12 +18,13 @@ from typing import Any
 
 import yaml
 
+from .. import __version__
 from ..documents import DocumentError, parse_documents
 from ..engine.interpret import InterpretationError
 from ..karta.load import Definition, NotAKarta, definitions_from_text
 from ..karta.registry import AmbiguousDefinition, Registry
 from ..problem import problem_body
-from . import render
+from . import listing, render
 from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
@@ -34,6 +35,7 @@ from .common import (
     _err,
     _read,
     build_registry,
+    request_timeout,
 )
 
 # -- interpret -----------------------------------------------------------------------------
@@ -144,18 +146,30 @@ def _resolve(doc: Any, registry: Registry) -> Definition:
 
 def cmd_list(args: argparse.Namespace) -> int:
     registry = build_registry(args.definition)
-    rows = []
+    if args.kubeconfig or args.context:
+        from .live import with_cluster_definitions
+
+        registry = with_cluster_definitions(args, registry)
+    rows, defs = [], []
     for d in registry.active():
         g, v, k = d.gvk or ("", "", "")
+        if (args.group is not None and g != args.group) or (args.kind and k.lower() != args.kind.lower()) \
+                or (args.version and v != args.version):
+            continue
         rows.append({"name": d.name, "group": g, "version": v, "kind": k, "source": d.source, "digest": d.digest})
+        defs.append(d)
     if args.output == "json":
         print(_dump_json(rows))
+        return EXIT_OK
+    if args.output == "yaml":
+        print(yaml.safe_dump(rows, sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK
     if not rows:
         print("No Karta definitions found.", file=sys.stderr)
         return EXIT_OK
-    table = [["NAME", "KIND", "GROUP/VERSION", "SOURCE", "COMPONENTS"]]
-    for r, d in zip(rows, registry.active()):
+    # ORIGIN: where the definition came from (builtin, directory, configmap, cluster).
+    table = [["NAME", "KIND", "GROUP/VERSION", "ORIGIN", "COMPONENTS"]]
+    for r, d in zip(rows, defs):
         comps = [c.name or "" for c in d.karta.components]
         table.append([r["name"], r["kind"], f"{r['group']}/{r['version']}" if r["group"] else r["version"],
                       r["source"], ", ".join(comps)])
@@ -271,12 +285,31 @@ def cmd_get(args: argparse.Namespace) -> int:
     return run(args)
 
 
+# -- completion ----------------------------------------------------------------------------
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from .completion import SHELLS
+
+    print(SHELLS[args.shell](parser()), end="")
+    return EXIT_OK
+
+
 # -- serve ---------------------------------------------------------------------------------
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..service.serve import serve
 
     return serve(args)
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f'"{text}" is not a count (0 or more)')
+    return n
 
 
 def parser() -> argparse.ArgumentParser:
@@ -287,7 +320,23 @@ def parser() -> argparse.ArgumentParser:
     from ..service.settings import add_resource_arguments, add_serve_arguments
 
     add_resource_arguments(common)
+    # How to reach a cluster: kubectl's flags on top of the kubeconfig (get, describe, definitions list).
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, "
+                                                                 "~/.kube/config, or the pod's service account)")
+    connection.add_argument("--as", dest="as_user", metavar="USER",
+                            help="impersonate USER (an Impersonate-User header on every request, as kubectl --as)")
+    connection.add_argument("--as-group", action="append", metavar="GROUP",
+                            help="impersonate GROUP too (repeatable; needs --as)")
+    connection.add_argument("--token", metavar="TOKEN", help="bearer token for the API server, instead of the "
+                                                             "kubeconfig user's credentials")
+    connection.add_argument("--request-timeout", type=request_timeout, default=30.0, metavar="DURATION",
+                            help="time one API request may take: seconds or a duration (30s, 2m); 0: the client's "
+                                 "default (default 30s)")
+    connection.add_argument("--insecure-skip-tls-verify", action="store_true",
+                            help="do not check the API server's certificate (insecure)")
     p = argparse.ArgumentParser(prog="wlmap", description="Interpret Kubernetes AI workloads with Karta definitions.")
+    p.add_argument("--version", action="version", version=f"wlmap {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     i = sub.add_parser("interpret", parents=[common], help="interpret manifests offline")
@@ -301,8 +350,15 @@ def parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")
     dsub = d.add_subparsers(dest="action", required=True)
-    dl = dsub.add_parser("list", parents=[common], help="definitions in use, one per root GVK")
-    dl.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    dl = dsub.add_parser("list", parents=[common, connection], help="definitions in use, one per root GVK",
+                         description="Offline: the built-in catalog and --definition folders. With --kubeconfig or "
+                                     "--context also the cluster's Karta resources (ORIGIN cluster).")
+    dl.add_argument("--context", metavar="CTX", help="read the Karta resources of this kubeconfig context (with "
+                                                     "--kubeconfig alone: its current context)")
+    dl.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    dl.add_argument("--group", metavar="GROUP", help='only definitions of this API group ("" for the core group)')
+    dl.add_argument("--kind", metavar="KIND", help="only definitions of this Kind (any case)")
+    dl.add_argument("--version", metavar="VERSION", help="only definitions of this API version (v1, v1alpha2...)")
     dl.set_defaults(func=cmd_list)
     ds = dsub.add_parser("show", parents=[common], help="print one definition")
     ds.add_argument("name")
@@ -319,9 +375,7 @@ def parser() -> argparse.ArgumentParser:
     dt.add_argument("-v", "--verbose", action="store_true")
     dt.set_defaults(func=cmd_test)
 
-    live = argparse.ArgumentParser(add_help=False, parents=[common])
-    live.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, "
-                                                           "or the pod's service account)")
+    live = argparse.ArgumentParser(add_help=False, parents=[common, connection])
     live.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
                       help="time limit of one evaluation with a definition that is not built in (default 10)")
     ns_help = "namespace (default: the kubeconfig context's, else default)"
@@ -336,6 +390,11 @@ def parser() -> argparse.ArgumentParser:
                                                      "output then names it as the cluster")
     de.add_argument("-o", "--output", choices=["tree", "json", "yaml"], default="tree",
                     help="json/yaml: what GET /workloads/{namespace}/{name} returns")
+    de.add_argument("--pod-limit", type=_count, metavar="N",
+                    help="show at most N pods under each component or instance (then a '… K more pods' line)")
+    de.add_argument("--component-limit", type=_count, metavar="N",
+                    help="show at most N components (and instances) at each level of the tree and in the "
+                         "resources table (then a '… K more' line)")
     de.set_defaults(func=cmd_describe)
     ge = sub.add_parser("get", parents=[live], help="list live workloads of every known type (or of one TYPE)",
                         description="Exit codes: 0 ok (also when none is found), 1 cluster or authorization "
@@ -344,11 +403,21 @@ def parser() -> argparse.ArgumentParser:
                                     "code is then 1 (or the failure's own code when every context failed "
                                     "alike).")
     ge.add_argument("kind", nargs="?", metavar="TYPE", help="only this type (Kind or plural, optionally .group)")
+    ge.add_argument("names", nargs="*", metavar="NAME", help="only these workloads of TYPE (a NAME not found is "
+                                                             "an error, exit 3; the others are still listed)")
+    ge.add_argument("--phase", action="append", metavar="PHASE",
+                    help="only workloads in this phase (repeatable, or comma-separated: Running,Failed)")
+    ge.add_argument("-l", "--selector", metavar="SELECTOR",
+                    help="label selector on the workload's labels, Kubernetes syntax (team=a,tier in (gpu),!x)")
+    ge.add_argument("--sort-by", choices=listing.SORT_CHOICES, metavar="KEY",
+                    help=f"sort by KEY, descending with a leading '-' ({', '.join(listing.SORT_KEYS)}; "
+                         "e.g. -gpus; age: youngest first, -age oldest first)")
     where = ge.add_mutually_exclusive_group()
     where.add_argument("-n", "--namespace", help=ns_help)
     where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
-    ge.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table",
-                    help="json/yaml: what GET /workloads returns")
+    ge.add_argument("-o", "--output", choices=["table", "wide", "json", "yaml"], default="table",
+                    help="wide: also COMPONENTS and REASON; json/yaml: what GET /workloads returns (rows with "
+                         "labels and components)")
     which = ge.add_mutually_exclusive_group()
     which.add_argument("--context", action="append", metavar="CTX",
                        help="kubeconfig context to read (repeatable; default: the current context). Naming "
@@ -360,14 +429,31 @@ def parser() -> argparse.ArgumentParser:
                          "as not answering and left out (default 10)")
     ge.set_defaults(func=cmd_get)
 
+    co = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
+                        description="bash: source <(wlmap completion bash)   zsh: source <(wlmap completion zsh)   "
+                                    "fish: wlmap completion fish | source")
+    co.add_argument("shell", choices=["bash", "zsh", "fish"])
+    co.set_defaults(func=cmd_completion)
+
     s = sub.add_parser("serve", parents=[common], help="serve the HTTP API (built-in catalog, no cluster by default)")
     add_serve_arguments(s)
     s.set_defaults(func=cmd_serve)
     return p
 
 
+def _joined(argv: list[str]) -> list[str]:
+    """`--sort-by -gpus` as `--sort-by=-gpus`: argparse would take `-gpus` for an option."""
+    out: list[str] = []
+    for a in argv:
+        if out and out[-1] == "--sort-by" and a.startswith("-") and not a.startswith("--"):
+            out[-1] = f"--sort-by={a}"
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(_joined(sys.argv[1:] if argv is None else argv))
     from ..service.settings import configure_resources
 
     try:

@@ -23,7 +23,7 @@ from app.cli.live import age
 from app.cli.main import main
 
 from .apiserver import ApiServer
-from .kubeobjects import Kubectl, owner_ref, pod, running, unschedulable
+from .kubeobjects import Kubectl, owner_ref, pod, reader_rbac, running, unschedulable
 from .util import fixture_object
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -384,3 +384,215 @@ def test_describe_without_arguments_is_usage() -> None:
     with pytest.raises(SystemExit) as e:
         main(["describe"])
     assert e.value.code == 2
+
+
+# -- issue 22: kubectl habits (names, --phase, -l, -o wide, --sort-by, auth flags, describe limits) ------
+
+STYLE = "cli-k8s-style"
+
+
+@pytest.fixture(scope="module")
+def labelled(apiserver: ApiServer, kubectl: Kubectl) -> dict[str, dict[str, Any]]:
+    """Three workloads with labels in their own namespace: a running and a failed JobSet, a
+    running PyTorchJob (no pods: the rows come from the objects alone)."""
+    kubectl.ensure_namespace(STYLE)
+    made = {}
+    for name, path, labels in (
+            ("js-running", JOBSET, {"team": "a", "tier": "gpu"}),
+            ("js-failed", ROOT / "definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/failed.yaml", {"team": "b"}),
+            ("pt-running", PYTORCHJOB, {"team": "a", "app.kubernetes.io/name": "trainer"})):
+        doc, status = fixture_object(str(path.relative_to(ROOT)), STYLE, name)
+        doc["metadata"]["labels"] = labels
+        made[name] = kubectl.set_status(kubectl.apply(doc), status)
+    return made
+
+
+def names_of(r: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.split()[0] for line in r.stdout.splitlines()[1:]]
+
+
+def test_get_type_and_names_prints_those_found_and_fails_3_for_the_others(labelled: Any, admin: Path) -> None:
+    r = wlmap("get", "jobset", "js-failed", "js-running", "-n", STYLE, kubeconfig=admin)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    assert names_of(r) == ["js-failed", "js-running"]
+    r = wlmap("get", "jobset", "js-running", "nope", "pt-running", "-n", STYLE, kubeconfig=admin)
+    assert r.returncode == 3
+    assert names_of(r) == ["js-running"]  # pt-running is a PyTorchJob, not a JobSet
+    assert r.stderr.splitlines() == [f'error: jobset "nope" not found in namespace {STYLE}',
+                                     f'error: jobset "pt-running" not found in namespace {STYLE}']
+    r = wlmap("get", "jobsets", "nope", "-n", STYLE, "-o", "json", kubeconfig=admin)
+    assert r.returncode == 3 and json.loads(r.stdout)["items"] == []
+    assert r.stderr == f'error: jobsets "nope" not found in namespace {STYLE}\n'
+
+
+def test_get_phase_repeatable_and_comma_separated(labelled: Any, admin: Path) -> None:
+    r = wlmap("get", "-n", STYLE, "--phase", "Failed", kubeconfig=admin)
+    assert (r.returncode, names_of(r)) == (0, ["js-failed"])
+    r = wlmap("get", "-n", STYLE, "--phase", "running", kubeconfig=admin)
+    assert names_of(r) == ["js-running", "pt-running"]
+    for args in (["--phase", "Failed,Running"], ["--phase", "Failed", "--phase", "Running"]):
+        assert names_of(wlmap("get", "-n", STYLE, *args, kubeconfig=admin)) == ["js-failed", "js-running",
+                                                                                 "pt-running"]
+    r = wlmap("get", "-n", STYLE, "--phase", "Succeeded", kubeconfig=admin)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", f"No workloads found in namespace {STYLE}.\n")
+
+
+@pytest.mark.parametrize(("selector", "expected"), [
+    ("team=a", ["js-running", "pt-running"]),
+    ("team==a,tier=gpu", ["js-running"]),
+    ("team!=a", ["js-failed"]),
+    ("team in (b, c)", ["js-failed"]),
+    ("team notin (a)", ["js-failed"]),
+    ("tier", ["js-running"]),
+    ("!tier", ["js-failed", "pt-running"]),
+    ("app.kubernetes.io/name=trainer", ["pt-running"]),
+])
+def test_get_label_selector_on_the_workloads_labels(labelled: Any, admin: Path, selector: str,
+                                                    expected: list[str]) -> None:
+    r = wlmap("get", "-n", STYLE, "-l", selector, kubeconfig=admin)
+    assert (r.returncode, names_of(r)) == (0, expected), r.stderr
+    r = wlmap("get", "-n", STYLE, "--selector", selector, "-o", "json", kubeconfig=admin)
+    assert [i["workload"]["name"] for i in json.loads(r.stdout)["items"]] == expected
+
+
+def test_get_bad_selector_is_a_usage_error(labelled: Any, admin: Path) -> None:
+    r = wlmap("get", "-n", STYLE, "-l", "team in (a", kubeconfig=admin)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr.startswith('error: invalid label selector "team in (a": ') and "expected" in r.stderr
+
+
+def test_get_wide_adds_components_and_reason(labelled: Any, admin: Path) -> None:
+    r = wlmap("get", "-n", STYLE, "-o", "wide", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    head, *rows = r.stdout.splitlines()
+    assert head.split() == ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE", "COMPONENTS", "REASON"]
+    at = head.index("COMPONENTS")
+    cells = {row.split()[0]: row[at:].strip() for row in rows}
+    assert cells["pt-running"] == "master(1), worker(3)"
+    assert cells["js-running"] == "replicated-job(7)", cells
+
+
+def test_get_sort_by(labelled: Any, admin: Path) -> None:
+    gpus = {i["workload"]["name"]: i["gpus"] for i in json.loads(wlmap("get", "-n", STYLE, "-o", "json",
+                                                                       kubeconfig=admin).stdout)["items"]}
+    assert gpus == {"js-failed": 12, "js-running": 12, "pt-running": 32}
+    for spelling in (["--sort-by", "-gpus"], ["--sort-by=-gpus"]):  # equal keys keep the listing's order
+        r = wlmap("get", "-n", STYLE, *spelling, kubeconfig=admin)
+        assert names_of(r) == ["pt-running", "js-failed", "js-running"], r.stderr
+    assert names_of(wlmap("get", "-n", STYLE, "--sort-by", "gpus", kubeconfig=admin)) == \
+        ["js-failed", "js-running", "pt-running"]
+    assert names_of(wlmap("get", "-n", STYLE, "--sort-by", "-name", kubeconfig=admin)) == \
+        ["pt-running", "js-running", "js-failed"]
+    assert names_of(wlmap("get", "-n", STYLE, "--sort-by", "phase", kubeconfig=admin))[0] == "js-failed"
+    r = wlmap("get", "-n", STYLE, "--sort-by", "-gpus", "-o", "json", kubeconfig=admin)
+    assert [i["workload"]["name"] for i in json.loads(r.stdout)["items"]] == ["pt-running", "js-failed", "js-running"]
+    assert wlmap("get", "-n", STYLE, "--sort-by", "size", kubeconfig=admin).returncode == 2
+
+
+def _group_binding(namespace: str, group: str, resources: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    role, binding = reader_rbac(f"group-{group}", namespace, resources, pods=True)
+    binding["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]
+    return [role, binding]
+
+
+def test_impersonation_sees_only_what_the_user_may(labelled: Any, kubectl: Kubectl, admin: Path,
+                                                   apiserver: ApiServer) -> None:
+    for doc in reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")]) \
+            + _group_binding(STYLE, "ml-platform", [("kubeflow.org", "pytorchjobs")]):
+        kubectl.apply(doc)
+    everything = names_of(wlmap("get", "-n", STYLE, kubeconfig=admin))
+    assert everything == ["js-failed", "js-running", "pt-running"]
+    r = wlmap("get", "-n", STYLE, "--as", "alice", kubeconfig=admin)
+    assert (r.returncode, names_of(r)) == (0, ["js-failed", "js-running"]), r.stderr
+    assert "warning: cannot list PyTorchJob: " in r.stderr and 'User "alice"' in r.stderr
+    # Groups are impersonated with the user (several --as-group: several headers).
+    r = wlmap("get", "-n", STYLE, "--as", "someone", "--as-group", "ml-platform", "--as-group", "other",
+              kubeconfig=admin)
+    assert (r.returncode, names_of(r)) == (0, ["pt-running"]), r.stderr
+    r = wlmap("describe", "jobset/js-running", "-n", STYLE, "--as", "alice", "-o", "json", kubeconfig=admin)
+    assert r.returncode == 0 and json.loads(r.stdout)["workload"]["name"] == "js-running", r.stderr
+    r = wlmap("describe", "pytorchjob/pt-running", "-n", STYLE, "--as", "alice", kubeconfig=admin)
+    assert r.returncode == 1 and 'User "alice"' in r.stderr and "forbidden" in r.stderr, r.stderr
+    r = wlmap("get", "-n", STYLE, "--as", "bob", kubeconfig=admin)
+    assert r.returncode == 1 and r.stdout == "" and "forbidden" in r.stderr, r.stderr
+
+
+def test_token_overrides_the_kubeconfig_user(labelled: Any, kubectl: Kubectl, apiserver: ApiServer) -> None:
+    from .apiserver import TOKENS
+
+    for doc in reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")]):
+        kubectl.apply(doc)
+    bob = apiserver.kubeconfig("bob")
+    assert wlmap("get", "-n", STYLE, kubeconfig=bob).returncode == 1  # bob may read nothing
+    r = wlmap("get", "-n", STYLE, "--token", TOKENS["alice"][0], kubeconfig=bob)
+    assert (r.returncode, names_of(r)) == (0, ["js-failed", "js-running"]), r.stderr
+    r = wlmap("get", "-n", STYLE, "--token", TOKENS["admin"][0], kubeconfig=bob)
+    assert names_of(r) == ["js-failed", "js-running", "pt-running"], r.stderr
+    r = wlmap("get", "-n", STYLE, "--token", "not-a-token", kubeconfig=apiserver.kubeconfig("admin"))
+    assert (r.returncode, r.stderr) == (1, "error: the API server rejected the credentials (Unauthorized)\n")
+
+
+def test_insecure_skip_tls_verify_and_request_timeout(labelled: Any, apiserver: ApiServer, tmp_path: Path) -> None:
+    import socket
+
+    doc = json.loads(apiserver.kubeconfig("admin").read_text())
+    del doc["clusters"][0]["cluster"]["certificate-authority"]  # the server's CA is not trusted
+    (tmp_path / "no-ca").write_text(json.dumps(doc))
+    r = wlmap("get", "-n", STYLE, kubeconfig=tmp_path / "no-ca")
+    assert r.returncode == 1 and "certificate" in r.stderr.lower(), r.stderr
+    r = wlmap("get", "-n", STYLE, "--insecure-skip-tls-verify", kubeconfig=tmp_path / "no-ca")
+    assert (r.returncode, names_of(r)) == (0, ["js-failed", "js-running", "pt-running"]), r.stderr
+    # A server that accepts the connection and never answers: --request-timeout bounds the wait.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        cfg = kubeconfig_with(apiserver, tmp_path / "silent", server=f"https://127.0.0.1:{port}")
+        r = wlmap("get", "-n", STYLE, "--request-timeout", "1s", kubeconfig=cfg)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr.startswith("error: ") and "did not answer in time" in r.stderr, r.stderr
+
+
+def test_describe_pod_and_component_limits(jobset: dict[str, Any], admin: Path) -> None:
+    full = wlmap("describe", "jobset/llm-pretrain", "-n", NS, kubeconfig=admin).stdout
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, "--pod-limit", "1", "--component-limit", "2",
+              kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    tree = r.stdout.split("\n\n")[1].splitlines()
+    assert len(re.findall(r"llm-pretrain-\w+-\d-\d", r.stdout)) < len(re.findall(r"llm-pretrain-\w+-\d-\d", full))
+    # Two of the three replicated jobs, each with at most one pod, then what was left out.
+    labels = [re.match(r"^((?:\|   |    )*(?:\|-- |`-- )(?:… \d+ more \w+|\S+))", line)[1] for line in tree]
+    assert labels == [
+        "`-- replicated-job", "    |-- coordinator", "    |   `-- llm-pretrain-coordinator-0-0", "    |-- evaluator",
+        "    |   |-- llm-pretrain-evaluator-0-0", "    |   `-- … 1 more pods", "    `-- … 1 more instances"], tree
+    resources = r.stdout.split("Resources:\n")[1].splitlines()
+    assert [line.split()[0] for line in resources] == ["COMPONENT", "replicated-job/coordinator",
+                                                       "replicated-job/evaluator", "…", "TOTAL"]
+    assert resources[3].startswith("… 1 more")
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, "--pod-limit", "0", kubeconfig=admin)
+    assert "… 3 more pods" in r.stdout and "llm-pretrain-trainer-0-0" not in r.stdout
+
+
+def test_definitions_list_with_a_kubeconfig_shows_cluster_definitions(kubectl: Kubectl, admin: Path,
+                                                                      apiserver: ApiServer, tmp_path: Path) -> None:
+    karta = yaml.safe_load((ROOT / "examples/definitions/acme.example.com/BatchTask/v1/definition.yaml").read_text())
+    kubectl.apply(karta)
+    try:
+        assert wlmap("definitions", "list", "--kind", "BatchTask").stderr == "No Karta definitions found.\n"
+        r = wlmap("definitions", "list", "--kind", "batchtask", kubeconfig=admin)
+        assert r.returncode == 0, r.stderr
+        head, row = (line.split() for line in r.stdout.splitlines())
+        assert (head[3], row[1], row[3]) == ("ORIGIN", "BatchTask", "cluster")
+        r = wlmap("definitions", "list", "--group", "acme.example.com", "-o", "json", "--as", "alice", kubeconfig=admin)
+        assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout  # alice may not list kartas.run.ai
+        assert "not allowed to list kartas.run.ai" in r.stderr
+        r = wlmap("definitions", "list", "--kind", "batchtask", "--token", "not-a-token", kubeconfig=admin)
+        assert (r.returncode, r.stdout, r.stderr) == (
+            1, "", "error: the API server rejected the credentials (Unauthorized)\n")
+    finally:
+        kubectl.delete("run.ai/v1alpha1", "Karta", None, karta["metadata"]["name"])
+    from .apiserver import _free_port
+
+    closed = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
+    r = wlmap("definitions", "list", kubeconfig=closed)
+    assert r.returncode == 1 and r.stdout == "" and "reach the API server" in r.stderr, r.stderr

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import app.cli.common as common
 import app.cli.main as cli
+from app.cli import common
 from app.karta.load import load_path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples"
@@ -444,3 +444,141 @@ def test_definitions_test_fails_a_case_that_does_not_expect_a_partial_result(cap
     code, out, err = main(capsys, "definitions", "test", str(folder))
     assert code == 1
     assert "interpretation incomplete: component scaling-group: JQ execution error" in out + err
+
+
+# -- issue 22: definitions filters, --version, completion, get's usage errors ---------------------
+
+def test_definitions_list_filters_by_group_kind_version_with_an_origin_column(builtin, capsys, tmp_path):
+    builtin.set(load_path(EXAMPLES / "batchtask.karta.yaml", "builtin"))
+    extra = ["--definition", defs_dir(tmp_path, "pipeline", "servinggraph")]
+    code, out, _ = main(capsys, "definitions", "list", *extra)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "KIND", "GROUP/VERSION", "ORIGIN", "COMPONENTS"]
+    origin = {line.split()[1]: line.split()[3] for line in lines[1:]}
+    assert origin == {"BatchTask": "builtin", "Pipeline": "directory", "ServingGraph": "directory"}
+    code, out, _ = main(capsys, "definitions", "list", "--kind", "pipeline", "-o", "json", *extra)
+    assert [r["kind"] for r in json.loads(out)] == ["Pipeline"]
+    code, out, _ = main(capsys, "definitions", "list", "--version", "v1", "-o", "yaml", *extra)
+    assert sorted(r["kind"] for r in yaml.safe_load(out)) == ["BatchTask", "ServingGraph"]
+    code, out, _ = main(capsys, "definitions", "list", "--group", "acme.example.com", "--version", "v1alpha1",
+                        "-o", "json", *extra)
+    assert [r["name"] for r in json.loads(out)] == ["acme-example-com-pipeline-v1alpha1"]
+    code, out, err = main(capsys, "definitions", "list", "--group", "nowhere.io", *extra)
+    assert (code, out, err) == (0, "", "No Karta definitions found.\n")
+
+
+def test_version_is_the_package_version(capsys):
+    from app import __version__
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out == f"wlmap {__version__}\n"
+
+
+def _completion(shell: str) -> str:
+    r = subprocess.run([str(WLMAP), "completion", shell], capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return r.stdout
+
+
+def test_bash_completion_registers_and_completes_commands_flags_and_choices(tmp_path):
+    script = tmp_path / "t.sh"
+    script.write_text('source <(wlmap completion bash) && complete -p wlmap\n'
+                      't() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _wlmap;'
+                      ' echo "${COMPREPLY[*]}"; }\n'
+                      't wlmap g\nt wlmap get -n team -o ""\nt wlmap get --sort-by -g\nt wlmap describe --pod\n'
+                      't wlmap definitions list --ki\nt wlmap completion ""\n')
+    r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, check=False,
+                       env={"PATH": f"{WLMAP.parent}:/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["complete -o filenames -F _wlmap wlmap", "get", "table wide json yaml", "-gpus",
+                                     "--pod-limit", "--kind", "bash zsh fish"]
+
+
+def test_zsh_completion_is_valid_and_registers(tmp_path):
+    """Run by zsh where it is installed (apt-get install zsh); its structure is checked everywhere."""
+    text = _completion("zsh")
+    assert text.startswith("#compdef wlmap\n") and "bashcompinit" in text and "_wlmap() {" in text
+    if shutil.which("zsh") is None:
+        return
+    (tmp_path / "c.zsh").write_text(text)
+    assert subprocess.run(["zsh", "-n", str(tmp_path / "c.zsh")], capture_output=True, timeout=60,
+                          check=False).returncode == 0
+    r = subprocess.run(["zsh", "-c", f"source {tmp_path / 'c.zsh'} && print -r -- $_comps[wlmap]"], capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, check=False)
+    assert r.stdout.strip() == "_bash_complete -o filenames -F _wlmap", r.stderr
+
+
+def test_fish_completion_is_valid_and_completes(tmp_path):
+    """Run by fish where it is installed (apt-get install fish); its structure is checked everywhere."""
+    text = _completion("fish")
+    lines = text.splitlines()
+    assert all(line.startswith(("#", "complete -c wlmap ")) for line in lines)
+    assert "complete -c wlmap -n '__fish_seen_subcommand_from get' -s o -l output -x -a 'table wide json yaml'" \
+        in text
+    if shutil.which("fish") is None:
+        return
+    (tmp_path / "c.fish").write_text(text)
+    assert subprocess.run(["fish", "-n", str(tmp_path / "c.fish")], capture_output=True, timeout=60,
+                          check=False).returncode == 0
+    script = f"source {tmp_path / 'c.fish'}; complete -C 'wlmap get -o '; complete -C 'wlmap definitions l'"
+    r = subprocess.run(["fish", "-c", script],
+                       capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                       check=False)
+    assert [line.split("\t")[0] for line in r.stdout.splitlines()] == ["json", "table", "wide", "yaml", "list"], r.stderr
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["get", "jobset", "-l", "team in a"], 'error: invalid label selector "team in a": "(" expected after "team in"'),
+    (["get", "-l", "Bad_Prefix/x=1"], 'error: invalid label selector "Bad_Prefix/x=1": invalid label key'),
+    (["get", "--as-group", "team-a"], "error: --as-group needs --as"),
+    (["describe", "jobset/x", "--as-group", "team-a"], "error: --as-group needs --as"),
+])
+def test_get_and_describe_usage_errors_before_any_request(capsys, argv, message):
+    code, out, err = main(capsys, *argv, "--kubeconfig", "/nonexistent")
+    assert (code, out) == (2, "")
+    assert err.startswith(message), err
+
+
+@pytest.mark.parametrize("argv", [["get", "--sort-by", "size"], ["get", "--request-timeout", "soon"],
+                                  ["describe", "jobset/x", "--pod-limit", "-1"], ["completion", "tcsh"]])
+def test_bad_flag_values_are_usage_errors(capsys, argv):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+
+
+def test_request_timeout_takes_kubectl_durations():
+    assert [common.request_timeout(t) for t in ("5", "1.5", "30s", "2m", "1h", "1m30s", "500ms", "0")] == \
+        [5, 1.5, 30, 120, 3600, 90, 0.5, None]
+
+
+def test_get_filters_and_sort_keys():
+    from app.cli import listing
+    from app.cluster.selectors import parse
+
+    def row(name, phase, gpus, created, labels):
+        return {"workload": {"name": name, "namespace": "ns", "kind": "JobSet"}, "phase": phase, "gpus": gpus,
+                "createdAt": created, "labels": labels, "pods": {"ready": 0, "desired": 1}}
+
+    rows = [row("a", "Running", 8, "2026-01-02T00:00:00Z", {"team": "x"}),
+            row("b", "Failed", None, "2026-01-01T00:00:00Z", {"team": "y"}),
+            row("c", "Pending", 16, "2026-01-03T00:00:00Z", {})]
+    names = lambda rs: [r["workload"]["name"] for r in rs]
+    assert names(listing.select(rows, None, listing.phases(["running", "Failed,Pending"]), None)) == ["a", "b", "c"]
+    assert names(listing.select(rows, None, listing.phases(["Running"]), None)) == ["a"]
+    assert names(listing.select(rows, ["c", "a"], set(), parse("team notin (y)"))) == ["a", "c"]
+    assert names(listing.sort(rows, "-gpus")) == ["c", "a", "b"]  # unknown GPUs last
+    assert names(listing.sort(rows, "gpus")) == ["a", "c", "b"]
+    assert names(listing.sort(rows, "-age")) == ["b", "a", "c"]  # oldest first
+    assert names(listing.sort(rows, "age")) == ["c", "a", "b"]
+    assert names(listing.sort(rows, "phase")) == ["b", "c", "a"]
+    tree = {"name": "js", "podBearing": False, "totals": {"pods": 5}, "children": [
+        {"name": "master", "podBearing": True, "totals": {"pods": 1}, "children": []},
+        {"name": "worker", "podBearing": True, "totals": {"pods": 4}, "children": []},
+        {"name": "broken", "podBearing": True, "error": "x", "totals": None, "children": []}]}
+    comps = listing.components({"tree": tree})
+    assert comps == [{"name": "master", "pods": 1}, {"name": "worker", "pods": 4}, {"name": "broken", "pods": None}]
+    assert listing.components_cell({"components": comps}) == "master(1), worker(4), broken(?)"

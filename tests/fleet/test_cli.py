@@ -211,3 +211,29 @@ def test_context_usage_errors(merged: Path, tmp_path: Path) -> None:
     assert r.returncode == 4, r.stderr
     assert [line for line in r.stderr.splitlines() if line.startswith("error: ")] == [
         f'error: context {n}: no Karta definition covers "nosuchkind"' for n in "abc"]
+
+
+def test_get_filters_names_and_auth_flags_apply_to_every_context(fleet: Fleet, merged: Path, tmp_path: Path) -> None:
+    """Issue 22: the kubectl-style flags work with --all-contexts as with one context."""
+    r = wlmap("get", "jobset", "shared", "train-a", "nope", "-n", NS, "--all-contexts", "--sort-by", "-name",
+              "--kubeconfig", merged)
+    assert r.returncode == 3, r.stderr
+    assert [row[:2] for row in table(r.stdout)[1]] == [["a", "train-a"], ["b", "shared"], ["c", "shared"]]
+    assert r.stderr.splitlines()[-1] == f'error: jobset "nope" not found in namespace {NS} in contexts a, b, c'
+    assert r.stderr.count("error:") == 1, r.stderr
+    r = wlmap("get", "-n", NS, "--all-contexts", "--phase", "Running", "-o", "wide", "--kubeconfig", merged)
+    assert r.returncode == 0, r.stderr
+    head, rows = table(r.stdout)
+    assert head[-2:] == ["COMPONENTS", "REASON"] and {row[1] for row in rows} >= {"train-a", "train-b", "shared"}
+    # Another user's kubeconfig: --token is used for every context; --as impersonates in each.
+    bob = fleet.merged_kubeconfig(tmp_path / "bob", user="bob")
+    r = wlmap("get", "-n", NS, "--all-contexts", "--kubeconfig", bob)
+    assert r.returncode == 1 and r.stdout == "" and r.stderr.count("forbidden") >= 3, r.stderr
+    r = wlmap("get", "-n", NS, "--all-contexts", "--token", TOKEN, "--kubeconfig", bob)
+    assert r.returncode == 0, r.stderr
+    assert by_cluster(table(r.stdout)[1]) == {n: set(fleet.made[n]) for n in "abc"}
+    admin = fleet.merged_kubeconfig(tmp_path / "admin", user="admin")
+    r = wlmap("get", "-n", NS, "--all-contexts", "--as", "bob", "--kubeconfig", admin)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert [line.split(":")[0] for line in r.stderr.splitlines()] == ["error"] * 3
+    assert all('User "bob"' in line for line in r.stderr.splitlines()), r.stderr
