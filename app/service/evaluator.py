@@ -143,7 +143,11 @@ class Pool:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         for started in asyncio.as_completed([loop.run_in_executor(None, self._start_worker) for _ in range(self.size)]):
-            self._add(await started)  # each worker serves as soon as it is up
+            try:
+                self._add(await started)  # each worker serves as soon as it is up
+            except Exception:  # killed while starting, out of processes: start another, the pool must stay whole
+                log.exception("an evaluation worker did not start; starting another")
+                self._replace_soon(None)
 
     def _add(self, w: _Worker) -> None:
         if self._closed:  # started while the service stopped
@@ -161,16 +165,17 @@ class Pool:
             w.kill()
         self._all.clear()
 
-    def _replace_soon(self, dead: _Worker) -> None:
-        if dead in self._all:
+    def _replace_soon(self, dead: _Worker | None) -> None:
+        if dead is not None and dead in self._all:
             self._all.remove(dead)
         task = asyncio.get_running_loop().create_task(self._replace(dead))
         self._replacing.add(task)  # keep a reference until it is done (the loop holds tasks weakly)
         task.add_done_callback(self._replacing.discard)
 
-    async def _replace(self, dead: _Worker) -> None:
+    async def _replace(self, dead: _Worker | None) -> None:
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, dead.kill)
+        if dead is not None:
+            await loop.run_in_executor(None, dead.kill)
         WORKER_RESTARTS.inc()
         while not self._closed:
             try:

@@ -106,6 +106,13 @@ def test_worker_killed_mid_request_is_retried(tmp_path: Path) -> None:
         body = {"object": yaml.safe_load((example / "testdata/running.yaml").read_text()), "definition": definition}
         c = s.client()
         result: dict[str, Any] = {}
+        # Both workers up first (they start with the first request that needs one): the kill below
+        # is meant for the worker evaluating, not for one still starting.
+        warm = [threading.Thread(target=lambda: c.post("/interpret", json=body, timeout=60)) for _ in range(2)]
+        for w in warm:
+            w.start()
+        for w in warm:
+            w.join(60)
 
         def call() -> None:
             r = c.post("/interpret", json=body, timeout=60)

@@ -303,3 +303,35 @@ def test_background_work_never_takes_the_last_worker_from_callers() -> None:
             await pool.close()
 
     asyncio.run(run())
+
+
+def test_a_worker_that_dies_while_starting_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed before it said it was ready (an operator's kill, the OOM killer at start)
+    used to abort the pool's start: the other worker was never added, and every request then
+    waited out the startup bound (60 s) for a 503.  It is started again instead."""
+    real = evaluator.Pool._start_worker
+    calls = {"n": 0}
+
+    def flaky(self: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("an evaluation worker did not start")
+        return real(self)
+
+    monkeypatch.setattr(evaluator.Pool, "_start_worker", flaky)
+
+    async def run() -> None:
+        pool = evaluator.Pool(2, deadline=10, queue_timeout=10)
+        await pool.start()
+        try:
+            out = await pool.interpret(_definition(".spec.workers", "after-a-failed-start"), _task("t"), None)
+            assert out["definition"]["name"] == "after-a-failed-start"
+            for _ in range(100):  # the replacement comes up within a few seconds
+                if len(pool._all) == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert len(pool._all) == 2 and calls["n"] == 3
+        finally:
+            await pool.close()
+
+    asyncio.run(run())
