@@ -61,22 +61,44 @@ def direct_freshness(obj: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def error_row(obj: dict[str, Any], e: Exception, ready: int | None) -> dict[str, Any]:
     """The summary row of a workload that could not be interpreted (one bad object never hides the others)."""
-    uid = str((obj.get("metadata") or {}).get("uid"))
-    return {"workload": describe_ref(obj) | {"uid": uid}, "phase": None, "pods": {"ready": ready, "desired": None},
-            "gpus": None, "accelerators": None, "error": str(getattr(e, "detail", None) or e)}
+    meta = obj.get("metadata") or {}
+    return {"workload": describe_ref(obj) | {"uid": str(meta.get("uid"))}, "phase": None,
+            "pods": {"ready": ready, "desired": None}, "gpus": None, "accelerators": None,
+            "labels": dict(meta.get("labels") or {}), "createdAt": meta.get("creationTimestamp"), "components": None,
+            "error": str(getattr(e, "detail", None) or e)}
 
 
-def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None) -> dict[str, Any]:
-    """One row of GET /workloads: name, kind, phase, pods ready/desired, GPUs, accelerators.  A partial
-    interpretation keeps its phase; counts it cannot vouch for are null."""
+def components_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every component that runs pods, with the pods it wants (null: that component failed)."""
+    out: list[dict[str, Any]] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node.get("error") or node.get("podBearing"):
+            totals = node.get("totals")
+            out.append({"name": node["name"], "pods": totals["pods"] if totals else None})
+        for c in node.get("children") or ():
+            walk(c)
+
+    if result.get("tree"):
+        walk(result["tree"])
+    return out
+
+
+def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None,
+                components: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One row of GET /workloads: name, kind, phase, pods ready/desired, GPUs, accelerators,
+    labels, age, components.  A partial interpretation keeps its phase; counts it cannot vouch
+    for are null.  `components`: already taken from the tree (the live model keeps no tree)."""
     st, totals = result.get("status"), result.get("totals")
+    meta = obj.get("metadata") or {}
     out: dict[str, Any] = {"workload": result["workload"], "phase": st["phase"] if st else None,
                            "matched": st["matched"] if st else None,
                            "pods": {"ready": ready, "desired": totals["pods"] if totals else None},
                            "gpus": totals["gpus"] if totals else None,
                            "accelerators": totals["accelerators"] if totals else None,
                            "definition": result["definition"]["name"],
-                           "createdAt": (obj.get("metadata") or {}).get("creationTimestamp"),
+                           "labels": dict(meta.get("labels") or {}), "createdAt": meta.get("creationTimestamp"),
+                           "components": components if components is not None else components_of(result),
                            "complete": result["complete"]}
     if result.get("errors"):
         out["errors"] = result["errors"]

@@ -39,6 +39,7 @@ from ..cluster.reader import Found, Reader
 from ..cluster.workloads import (
     Allow,
     Known,
+    components_of,
     definition_for,
     error_row,
     matches_token,
@@ -111,6 +112,7 @@ class WorkloadState:
     facts: dict[str, Any] | None = None  # what rows and metrics read of its interpretation
     error: Exception | None = None
     row: dict[str, Any] | None = None  # last published summary row (None: not published)
+    labels: dict[str, str] | None = None  # the object's, as last interpreted (rows and labelSelector)
 
 
 def _rv_int(rv: str) -> int:
@@ -498,8 +500,10 @@ class LiveModel(Reader):
             return
         state.rv, state.digest = obj.rv, d.digest
         self.interpretations += 1
+        body = obj.object()
+        state.labels = (body.get("metadata") or {}).get("labels") or None
         try:
-            result = await self.interpret(d, obj.object(), None)
+            result = await self.interpret(d, body, None)
         except Exception as e:  # noqa: BLE001 - one bad object never hides the others
             if getattr(e, "status", None) == 503:  # no evaluation worker was free: not an answer, ask again
                 state.rv = ""  # the last answer stands until then (the first time, the row says why it has none)
@@ -523,12 +527,12 @@ class LiveModel(Reader):
 
     def _row(self, obj: Obj, state: WorkloadState, ready: int | None) -> dict[str, Any]:
         meta = {"metadata": {"uid": obj.uid, "name": obj.name, "namespace": obj.namespace or None,
-                             "creationTimestamp": obj.created},
+                             "creationTimestamp": obj.created, "labels": state.labels},
                 "apiVersion": self._api_version(obj), "kind": obj.kind}
         if state.error is not None or state.facts is None:
             row = error_row(meta, state.error or Exception("not interpreted"), ready)
         else:
-            row = summary_row(meta, state.facts["result"], ready)
+            row = summary_row(meta, state.facts["result"], ready, state.facts["components"])
         return {"cluster": self.cluster, **row} if self.cluster else row
 
     def _api_version(self, obj: Obj) -> str:
@@ -680,7 +684,7 @@ def _facts(result: dict[str, Any]) -> dict[str, Any]:
             "status": {"phase": result["status"]["phase"], "matched": result["status"]["matched"]}
             if result.get("status") else None,
             "totals": result.get("totals"), "errors": result.get("errors")}
-    return {"result": slim, "gangMin": minimum}
+    return {"result": slim, "gangMin": minimum, "components": components_of(result)}
 
 
 def _with_freshness(body: bytes, freshness: dict[str, Any]) -> bytes:

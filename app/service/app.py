@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 import yaml
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from .. import __version__
+from ..cluster.listing import ListQuery, QueryError, parse_query
 from ..cluster.reader import Known, LookupFailed, Reader, matches_token
 from ..documents import DocumentError, UnencodableValue, loads_json, parse_documents
 from ..engine import accelerators
@@ -105,6 +106,18 @@ def _decode(body: bytes, media: str, what: str = "body") -> list[Any]:
             raise ProblemError(400, "malformed-body", "Malformed body", f"{what}: {e}") from None
     raise ProblemError(415, "unsupported-media-type", "Unsupported media type",
                        f"send application/json or application/yaml, not {media}")
+
+
+def list_query(phase: str | None, label_selector: str | None, min_gpus: int | None, sort: str | None,
+               limit: int | None, continue_: str | None, scope: tuple[Any, ...]) -> ListQuery | None:
+    """The filters, order and page of a list (None: none asked, the list as it always was)."""
+    if all(v is None for v in (phase, label_selector, min_gpus, sort, limit, continue_)):
+        return None
+    try:
+        return parse_query(phase=phase, label_selector=label_selector, min_gpus=min_gpus, sort=sort, limit=limit,
+                           continue_=continue_, scope=scope)
+    except QueryError as e:
+        raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
 
 
 def _is_manifest(doc: Any) -> bool:
@@ -610,12 +623,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         `cluster`), or those of `cluster` (comma-separated names); a cluster that does not answer
         keeps its rows as last seen, marked `unavailable`, and only a request naming it fails (503).
 
+        Filters, order and pages: `phase=Running,Failed`, `labelSelector=` (Kubernetes syntax, on the
+        workload's labels), `minGpus=`, `sort=namespace | name | -gpus | gpus | age | -age | phase |
+        -phase` (`age`: youngest first), `limit=` with the `metadata.continue` token of the answer as
+        `continue=` for the next page (paging by key: stable while rows come and go).
+
         `watch=true`: the current rows as ADDED events, a BOOKMARK with `initialEventsEnd`, then an
         ADDED / MODIFIED / DELETED event for every row that changes (phase, readiness, totals)."""
 
     async def workload_list(request: Request, cluster: str | None, namespace: str | None, kind: str | None,
-                            watch: bool) -> Response:
+                            watch: bool, query: ListQuery | None = None) -> Response:
         state = request.scope["state"]
+        if watch and query is not None:
+            raise ProblemError(400, "filters-not-on-streams", "Filters not supported on streams",
+                               "phase, labelSelector, minGpus, sort, limit and continue apply to lists; a stream "
+                               "takes namespace and kind")
         if not service.fleet_mode and cluster is None:
             member = service.member(None)
             allow = service.auth.rights(state, member)
@@ -638,6 +660,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
                                                        lambda m: service.auth.rights(state, m),
                                                        lambda m: service.reader(m, kind, None, namespace or None))
+        if query is not None:
+            result["items"], token = query.apply(result["items"])
+            if token:
+                result = {"metadata": {"continue": token}, **result}
         state["items"] = len(result["items"])
         return _dumps(result)
 
@@ -646,16 +672,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
              summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)")
     async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None,
                              watch: bool = False, resumeFrom: str | None = None,
-                             cluster: str | None = None) -> Response:
-        return await workload_list(request, cluster, namespace, kind, watch)
+                             cluster: str | None = None, phase: str | None = None,
+                             labelSelector: str | None = None, minGpus: int | None = None,
+                             sort: str | None = None, limit: int | None = None,
+                             continue_: str | None = Query(None, alias="continue")) -> Response:
+        query = list_query(phase, labelSelector, minGpus, sort, limit, continue_, (namespace, kind, cluster))
+        return await workload_list(request, cluster, namespace, kind, watch, query)
 
     @app.get("/clusters/{cluster}/workloads", operation_id="listClusterWorkloads", response_model=WorkloadList,
              description=list_doc, responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["clusters"],
              summary="The workloads of one cluster (or, with watch=true, a stream of rows)")
     async def list_cluster_workloads(cluster: str, request: Request, namespace: str | None = None,
                                      kind: str | None = None, watch: bool = False,
-                                     resumeFrom: str | None = None) -> Response:
-        return await workload_list(request, cluster, namespace, kind, watch)
+                                     resumeFrom: str | None = None, phase: str | None = None,
+                                     labelSelector: str | None = None, minGpus: int | None = None,
+                                     sort: str | None = None, limit: int | None = None,
+                                     continue_: str | None = Query(None, alias="continue")) -> Response:
+        query = list_query(phase, labelSelector, minGpus, sort, limit, continue_, (namespace, kind, cluster))
+        return await workload_list(request, cluster, namespace, kind, watch, query)
 
     @app.get("/clusters", operation_id="listClusters", response_model=ClusterList, tags=["clusters"],
              responses={**PROBLEMS, 200: STREAM_RESPONSE},

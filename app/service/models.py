@@ -395,6 +395,18 @@ class PodCounts(_M):
     desired: int | None
 
 
+class ComponentPods(_M):
+    name: str
+    pods: int | None = Field(description="desired pods; null when the component could not be computed")
+
+
+class ListMetadata(_M):
+    """Paging, as Kubernetes lists page."""
+
+    continue_: str | None = Field(None, alias="continue", description="give it as `continue` for the next page; "
+                                                                      "absent on the last page")
+
+
 class WorkloadSummary(_M):
     workload: WorkloadRef
     phase: str | None
@@ -404,6 +416,9 @@ class WorkloadSummary(_M):
     accelerators: dict[str, int] | None = Field(None, description="totals.accelerators; null when not computed")
     definition: str | None = None
     createdAt: str | None = None
+    labels: dict[str, str] | None = Field(None, description="the workload's labels (what labelSelector matches)")
+    components: list[ComponentPods] | None = Field(None, description="every component that runs pods, with the "
+                                                                     "pods it wants; null when not computed")
     complete: bool | None = Field(None, description="false when a part could not be computed: the phase is kept, "
                                                     "counts that would be partial (gpus, pods.desired) are null")
     errors: list[PartError] | None = Field(None, description="the parts that could not be computed")
@@ -423,6 +438,7 @@ class ClusterRow(_M):
 
 
 class WorkloadList(_M):
+    metadata: ListMetadata | None = None
     items: list[WorkloadSummary]
     warnings: list[str] = Field(default_factory=list)
     freshness: Freshness | None = None
