@@ -85,8 +85,9 @@ class ListQuery:
     signature: str = ""
 
     @property
-    def filters(self) -> bool:
-        return self.phases is not None or self.selector is not None or self.min_gpus is not None
+    def pages(self) -> bool:
+        """Asks for an order or a page (lists only; a stream sends changes as they come)."""
+        return self.sort != "namespace" or self.limit is not None or self.after is not None
 
     def keep(self, row: dict[str, Any]) -> bool:
         if self.phases is not None and row.get("phase") not in self.phases:

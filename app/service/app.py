@@ -634,17 +634,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def workload_list(request: Request, cluster: str | None, namespace: str | None, kind: str | None,
                             watch: bool, query: ListQuery | None = None) -> Response:
         state = request.scope["state"]
-        if watch and query is not None:
-            raise ProblemError(400, "filters-not-on-streams", "Filters not supported on streams",
-                               "phase, labelSelector, minGpus, sort, limit and continue apply to lists; a stream "
-                               "takes namespace and kind")
+        if watch and query is not None and query.pages:
+            raise ProblemError(400, "paging-not-on-streams", "Streams are not paged",
+                               "sort, limit and continue apply to lists; a stream takes namespace, kind, phase, "
+                               "labelSelector and minGpus")
         if not service.fleet_mode and cluster is None:
             member = service.member(None)
             allow = service.auth.rights(state, member)
             try:
                 if watch:
                     return await streams.list_stream(request, streams.need_model(member.model), namespace or None,
-                                                     kind, allow)
+                                                     kind, allow, query)
                 result = await service.reader(member, kind, None, namespace or None).summaries(
                     namespace or None, kind, allow=allow)
             except LookupFailed as e:
@@ -656,7 +656,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                                        [m.name for m in members] if cluster else None,
                                                        namespace or None, kind,
                                                        lambda m: service.auth.rights(state, m),
-                                                       service.auth.enabled)
+                                                       service.auth.enabled, query)
             result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
                                                        lambda m: service.auth.rights(state, m),
                                                        lambda m: service.reader(m, kind, None, namespace or None))

@@ -29,6 +29,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ..cluster.kube import PODS, Resource
+from ..cluster.listing import ListQuery
 from ..cluster.reader import Allow, Known, LookupFailed, matches_token
 from ..fleet.fleet import CLUSTER_KEY, Fleet
 from ..fleet.member import Member
@@ -230,12 +231,39 @@ async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) 
 Visible = Callable[[Event], Awaitable["dict[str, Any] | None"]]
 
 
+def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
+              ) -> Callable[[Event, str], Awaitable[tuple[str, dict[str, Any]] | None]]:
+    """The event to send for a log event, under the list filters (phase, labelSelector,
+    minGpus): a row that comes to match is ADDED, one that stops matching is DELETED for this
+    client, one that never matched is not sent.  Which rows a client holds is known from what
+    this stream sent; after a resume it is not, so a row that does not match is sent as DELETED
+    (a no-op for a client that did not hold it)."""
+    shown: set[tuple[Any, ...]] = set()
+
+    async def present(ev: Event, type_: str) -> tuple[str, dict[str, Any]] | None:
+        row = await visible(ev)
+        if row is None or query is None:
+            return None if row is None else (type_, row)
+        key = (ev.cluster, *ev.key)
+        if type_ != "DELETED" and query.keep(row):
+            sent = "ADDED" if key not in shown else type_
+            shown.add(key)
+            return sent, row
+        if key in shown or (resumed and type_ != "ADDED"):
+            shown.discard(key)
+            return "DELETED", row
+        return None
+
+    return present
+
+
 def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool],
-                snapshot: Callable[[], list[Event]], visible: Visible) -> Any:
+                snapshot: Callable[[], list[Event]], visible: Visible, query: ListQuery | None = None) -> Any:
     """A stream of a log's events: the current state (or, resuming, what came after the token),
     a BOOKMARK marking its end, then every accepted event as it is published."""
     sse = wants_sse(request)
     token = resume_token(request)
+    present = _filtered(visible, query, bool(token))
     backlog: list[Event] = []
     initial: list[Event] = []
     try:
@@ -255,11 +283,11 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
         Ending.wakes.add(sub.wake)
         try:
             for ev in initial:
-                if (shown := await visible(ev)) is not None:
-                    yield _frame(sse, {"type": "ADDED", "object": shown}, log.token(at))
+                if (sent := await present(ev, "ADDED")) is not None:
+                    yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(at))
             for ev in backlog:
-                if (shown := await visible(ev)) is not None:
-                    yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
+                if (sent := await present(ev, ev.type)) is not None:
+                    yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
             last = backlog[-1].seq if backlog else at
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, log.token(last))
             while not Ending.now():
@@ -273,8 +301,8 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
                     yield _frame(sse, {"type": "BOOKMARK"}, log.token(max(last, log.seq)))
                     continue
                 last = ev.seq
-                if (shown := await visible(ev)) is not None:
-                    yield _frame(sse, {"type": ev.type, "object": shown}, log.token(ev.seq))
+                if (sent := await present(ev, ev.type)) is not None:
+                    yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
         finally:
             Limits.open["list"] -= 1
             Ending.wakes.discard(sub.wake)
@@ -288,7 +316,7 @@ def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
 
 
 async def list_stream(request: Request, model: LiveModel, namespace: str | None, kind: str | None,
-                      allow: Allow) -> Any:
+                      allow: Allow, query: ListQuery | None = None) -> Any:
     await _wait_synced(model)
     kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
              if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))}
@@ -300,7 +328,7 @@ async def list_stream(request: Request, model: LiveModel, namespace: str | None,
     async def visible(ev: Event) -> dict[str, Any] | None:
         return await _shown(allow, kinds[ev.key[:2]], namespace, ev)  # type: ignore[index]
 
-    return _log_stream(request, model.events, accept, lambda: _rows(model), visible)
+    return _log_stream(request, model.events, accept, lambda: _rows(model), visible, query)
 
 
 # -- one workload ---------------------------------------------------------------------------
@@ -413,7 +441,8 @@ async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
 
 
 async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] | None, namespace: str | None,
-                            kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool) -> Any:
+                            kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool,
+                            query: ListQuery | None = None) -> Any:
     """The list stream over several clusters: every row carries its cluster; one resume token
     covers them all (the members share one event log)."""
     if any(m.model is None for m in fleet.members.values()):
@@ -454,7 +483,7 @@ async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] 
         return [ev for m in fleet.members.values() if m.model is not None and (wanted is None or m.name in wanted)
                 for ev in _rows(m.model, m.name)]
 
-    return _log_stream(request, fleet.events, accept, snapshot, visible)
+    return _log_stream(request, fleet.events, accept, snapshot, visible, query)
 
 
 async def cluster_stream(request: Request, fleet: Fleet) -> Any:

@@ -97,9 +97,60 @@ def test_sort_and_pages(client: httpx.Client) -> None:
 
 @pytest.mark.parametrize("params,message", [
     ({"sort": "size"}, "sort"), ({"labelSelector": "team in a"}, "labelSelector"), ({"limit": 0}, "limit"),
-    ({"continue": "x"}, "continue"), ({"phase": "Running", "watch": "true"}, "stream"),
+    ({"continue": "x"}, "continue"), ({"sort": "-gpus", "watch": "true"}, "stream"),
 ])
 def test_bad_queries_are_400_problems(client: httpx.Client, params: dict[str, Any], message: str) -> None:
     r = client.get("/workloads", params={"namespace": NS, **params})
     assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), r.text
     assert message in r.json()["detail"]
+
+
+def test_a_filtered_stream_adds_and_removes_rows_as_they_come_to_match(service: Server, kubectl: Kubectl,
+                                                                       world: None) -> None:
+    """`?watch=true&labelSelector=`: the matching rows, then a row relabelled into the selector is
+    ADDED and one relabelled out of it is DELETED (the client held it), as a filtered list reads."""
+    import json
+    import threading
+
+    c = service.client()
+    eventually(lambda: len(c.get("/workloads", params={"namespace": NS}).json()["items"]) == len(WORKLOADS),
+               timeout=30, what="the workloads listed")
+    events: list[dict[str, Any]] = []
+    done = threading.Event()
+
+    def read() -> None:
+        with httpx.stream("GET", service.url + "/workloads", timeout=30,
+                          params={"namespace": NS, "labelSelector": "team=a", "watch": "true"}) as r:
+            assert r.status_code == 200
+            for line in r.iter_lines():
+                if line.strip():
+                    events.append(json.loads(line))
+                if done.is_set():
+                    return
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+
+    def seen(type_: str, name: str) -> bool:
+        return any(e["type"] == type_ and e.get("object", {}).get("workload", {}).get("name") == name for e in events)
+
+    eventually(lambda: any(e["type"] == "BOOKMARK" and e.get("initialEventsEnd") for e in events), timeout=15,
+               what="the initial rows")
+    initial = [e["object"]["workload"]["name"] for e in events if e["type"] == "ADDED"]
+    assert sorted(initial) == ["eval", "pretrain"]
+
+    def relabel(name: str, labels: dict[str, str]) -> None:
+        obj = kubectl.get("jobset.x-k8s.io/v1alpha2", "JobSet", NS, name)
+        old = obj["metadata"].get("labels") or {}
+        kubectl.patch(obj, {"metadata": {"labels": {**{k: None for k in old}, **labels}}})
+
+    try:
+        relabel("finetune", {"team": "a"})
+        eventually(lambda: seen("ADDED", "finetune"), timeout=15, what="finetune ADDED")
+        relabel("pretrain", {"team": "c"})
+        eventually(lambda: seen("DELETED", "pretrain"), timeout=15, what="pretrain DELETED")
+        assert not seen("ADDED", "queued") and not seen("DELETED", "queued")  # never matched: never sent
+    finally:
+        done.set()
+        relabel("finetune", {"team": "b"})
+        relabel("pretrain", {"team": "a", "tier": "gold"})

@@ -84,3 +84,34 @@ def test_a_token_is_good_only_for_its_query() -> None:
     for other in ({"sort": "name"}, {"sort": "-gpus", "phase": "Running"}, {"sort": "-gpus", "scope": ("b", None, None)}):
         with pytest.raises(QueryError, match="another query"):
             parse_query(**{"limit": 1, "continue_": token, "scope": ("a", None, None), **other})
+
+
+def test_a_filtered_stream_follows_what_its_client_holds() -> None:
+    """Stream filters (service/streams.py): a row coming to match is ADDED, one leaving is DELETED
+    only to a client that holds it; after a resume what the client holds is unknown, so a
+    non-matching change is a DELETED (a no-op for a client without the row)."""
+    import asyncio
+
+    from app.model.events import Event
+    from app.service.streams import _filtered
+
+    async def visible(ev: Event) -> dict[str, Any]:
+        return ev.object  # type: ignore[no-any-return]
+
+    def ev(type_: str, team: str) -> Event:
+        return Event(1, type_, ("g", "K", "a", "w1"), row("w1", labels={"team": team}))
+
+    q = parse_query(label_selector="team=a")
+
+    async def run(resumed: bool, events: list[tuple[str, str]]) -> list[str | None]:
+        present = _filtered(visible, q, resumed)
+        out = []
+        for t, team in events:
+            sent = await present(ev(t, team), t)
+            out.append(sent[0] if sent else None)
+        return out
+
+    fresh = [("ADDED", "b"), ("MODIFIED", "a"), ("MODIFIED", "a"), ("MODIFIED", "b"), ("MODIFIED", "b"),
+             ("DELETED", "b")]
+    assert asyncio.run(run(False, fresh)) == [None, "ADDED", "MODIFIED", "DELETED", None, None]
+    assert asyncio.run(run(True, [("MODIFIED", "b"), ("ADDED", "b"), ("DELETED", "b")])) == ["DELETED", None, "DELETED"]
