@@ -72,3 +72,22 @@ def test_configuration_reference_covers_every_serve_flag_and_chart_value():
                     if f"`{k}" not in readme and f"`{k.split('.')[-1]}`" not in readme
                     and k not in ("imagePullSecrets", "nameOverride", "fullnameOverride")]
     assert not undocumented, f"chart values missing from the README: {undocumented}"
+
+
+def test_security_promises_name_tests_that_exist():
+    """Every test SECURITY.md says keeps a promise exists (a renamed or removed test must take
+    its promise's wording with it)."""
+    import re
+
+    text = (ROOT / "SECURITY.md").read_text()
+    refs = re.findall(r"(tests/[\w/]+\.py)(?:::\{([^}]*)\}|::(\w+))?", text)
+    assert len(refs) >= 15
+    for path, group, single in refs:
+        source = (ROOT / path).read_text() if (ROOT / path).exists() else None
+        assert source is not None, f"SECURITY.md names {path}, which does not exist"
+        for name in filter(None, [single, *(n.strip() for n in group.split(","))]):
+            assert re.search(rf"def {re.escape(name)}\b", source), f"SECURITY.md names {path}::{name}, not found"
+    # the short form, a test named after a file already cited
+    for path, name in re.findall(r"`(test_\w+\.py)::(\w+)`", text):
+        hits = [p for p in ROOT.glob(f"tests/**/{path}") if re.search(rf"def {name}\b", p.read_text())]
+        assert hits, f"SECURITY.md names {path}::{name}, not found"
