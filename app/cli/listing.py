@@ -1,6 +1,6 @@
 """What `wlmap get` does to the rows once read: keep the named ones, the phases and labels asked
-for, sort them (`--sort-by`, the list API's `sort` keys), and the wide columns.  Pure: rows in,
-rows out."""
+for, sort them (`--sort-by`), and the wide columns.  Pure: rows in, rows out (the rows carry
+`labels` and `components` themselves: cluster/workloads.summary_row)."""
 
 from __future__ import annotations
 
@@ -17,23 +17,6 @@ SORT_CHOICES = [p + k for k in SORT_KEYS for p in ("", "-")]
 def phases(values: Iterable[str] | None) -> set[str]:
     """--phase Running --phase Failed,Pending -> {"running", "failed", "pending"} (case-insensitive)."""
     return {p.strip().lower() for v in values or [] for p in v.split(",") if p.strip()}
-
-
-def components(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod-bearing components of an interpretation's tree, in tree order, with the pods they
-    want (None when that part could not be computed): `[{"name": "worker", "pods": 4}]`."""
-    out: list[dict[str, Any]] = []
-
-    def walk(node: dict[str, Any]) -> None:
-        if node.get("podBearing") or node.get("error"):
-            t = node.get("totals")
-            out.append({"name": node["name"], "pods": None if node.get("error") or not t else t["pods"]})
-        for c in node.get("children") or []:
-            walk(c)
-
-    if result.get("tree"):
-        walk(result["tree"])
-    return out
 
 
 def components_cell(row: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ from ..cluster.kube import (
 from ..cluster.selectors import SelectorError
 from ..cluster.selectors import parse as parse_selector
 from ..cluster.sources import karta_definitions
-from ..cluster.workloads import LookupFailed, Workloads, allow_all, describe_ref
+from ..cluster.workloads import LookupFailed, Workloads, allow_all
 from ..engine.interpret import InterpretationError
 from ..fleet.specs import ClusterSpec, contexts, kubeconfig_paths, redact
 from ..karta.registry import Registry
@@ -198,13 +198,7 @@ async def _session(args: argparse.Namespace, context: str | None, registry: Regi
 
     async def interpret(d: Any, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         seen["object"] = obj
-        # What `get` filters and shows beside each row (labels, components), kept by workload
-        # reference: rows are built from interpretations, never from the objects themselves.
-        extra = seen.setdefault("rows", {}).setdefault(_ref(obj), {"labels": (obj.get("metadata") or {})
-                                                                   .get("labels") or {}})
-        result = await ev.interpret(d, obj, pods)
-        extra["components"] = listing.components(result)
-        return result
+        return await ev.interpret(d, obj, pods)
 
     await ev.start()
     try:
@@ -527,29 +521,6 @@ def resource_rows(result: dict[str, Any], component_limit: int | None = None) ->
 
 # -- get -----------------------------------------------------------------------------------
 
-def _ref(obj: dict[str, Any]) -> tuple[str, str, str, str]:
-    """A workload's identity in both an object and a row's `workload`."""
-    w = describe_ref(obj) if "metadata" in obj else obj
-    return str(w.get("apiVersion")), str(w.get("kind")), str(w.get("namespace") or ""), str(w.get("name"))
-
-
-_ADDED = "_cli"  # the fields a row gained here only, dropped again before -o json|yaml
-
-
-def _with_extra(items: list[dict[str, Any]], seen: dict[str, Any]) -> None:
-    """Rows gain `labels` and `components` (the list API's fields) for -l and -o wide, unless they
-    already have them.  Those added here are not printed by -o json|yaml, which stays exactly what
-    the service's GET /workloads returns."""
-    extra = seen.get("rows") or {}
-    for i in items:
-        e = extra.get(_ref(i["workload"])) or {}
-        added = [k for k in ("labels", "components") if k not in i]
-        for k in added:
-            i[k] = e.get(k) or ({} if k == "labels" else [])
-        if added:
-            i[_ADDED] = added
-
-
 def cmd_get(args: argparse.Namespace) -> int:
     if args.kind and "/" in args.kind:
         raise CliError(f'get lists workloads: give a TYPE, not "{args.kind}" (see one with `wlmap describe '
@@ -576,9 +547,6 @@ def cmd_get(args: argparse.Namespace) -> int:
         result["items"] = listing.sort(result["items"], args.sort_by)
     some_answered = len(failures) < len(names or [None])  # none answered: the errors say why
     missing = [n for n in dict.fromkeys(args.names or []) if n not in {i["workload"]["name"] for i in result["items"]}]
-    for i in result["items"]:
-        for k in i.pop(_ADDED, []) if args.output not in ("table", "wide") else []:
-            del i[k]
     if args.output not in ("table", "wide"):
         _output(result, args.output)
     elif not result["items"]:
@@ -685,7 +653,6 @@ async def _get(args: argparse.Namespace, ns: str | None, context: str | None = N
         except LookupFailed as e:
             raise _lookup_error(e, kube) from None
         kube.check()
-        _with_extra(result["items"], seen)
         if not result["items"] and kube.denied and not kube.listed:
             # Every list was refused: an empty table would read as "there are none".
             refused = sorted(e.message for e in kube.denied)

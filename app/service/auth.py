@@ -109,7 +109,7 @@ class Authorizer:
 
     def substate(self, state: dict[str, Any]) -> dict[str, Any]:
         """A state for one part of a request (a batch item): the same caller and audit record."""
-        return {k: state[k] for k in ("caller", "audit", "route") if k in state}
+        return {k: state[k] for k in ("caller", "audit") if k in state}
 
     async def require_path(self, state: dict[str, Any], path: str, member: Member | None = None) -> None:
         """`get` on a non-resource URL of the home cluster (or `member`'s): 403 without it."""

@@ -10,6 +10,11 @@ from ..cluster.kube import in_cluster
 from ..engine import accelerators
 
 
+def _csv(name: str) -> list[str]:
+    """A comma-separated WLMAP_* list (empty items dropped)."""
+    return [v.strip() for v in (_env(name) or "").split(",") if v.strip()]
+
+
 def _env(name: str, default: str | None = None) -> str | None:
     return os.environ.get(f"WLMAP_{name.upper().replace('-', '_')}", default)
 
@@ -106,7 +111,7 @@ class Settings:
         s.jq_result_cache = _bool(_env("jq_result_cache", "true"))
         s.log_level = _env("log_level", s.log_level) or s.log_level
         s.cache = _bool(_env("cache", "true"))
-        s.watch_namespaces = [n.strip() for n in (_env("watch_namespace") or "").split(",") if n.strip()]
+        s.watch_namespaces = _csv("watch_namespace")
         s.stream_buffer = int(_env("stream_buffer", str(s.stream_buffer)) or s.stream_buffer)
         s.stream_write_timeout = float(_env("stream_write_timeout", str(s.stream_write_timeout)) or
                                        s.stream_write_timeout)
@@ -117,20 +122,20 @@ class Settings:
         s.max_inflight_body_bytes = int(_env("max_inflight_body_bytes", str(s.max_inflight_body_bytes)) or
                                         s.max_inflight_body_bytes)
         s.body_read_timeout = float(_env("body_read_timeout", str(s.body_read_timeout)) or s.body_read_timeout)
-        s.clusters = [c.strip() for c in (_env("clusters") or "").split(",") if c.strip()]
+        s.clusters = _csv("clusters")
         s.kubeconfig_contexts = _env("kubeconfig_contexts", s.kubeconfig_contexts) or s.kubeconfig_contexts
         s.cluster_name = _env("cluster_name") or None
         s.cluster_secrets = _bool(_env("cluster_secrets", "false"))
         s.cluster_secret_selector = _env("cluster_secret_selector", s.cluster_secret_selector) or \
             s.cluster_secret_selector
-        s.cluster_secret_names = [n.strip() for n in (_env("cluster_secret") or "").split(",") if n.strip()]
+        s.cluster_secret_names = _csv("cluster_secret")
         s.cluster_secret_allow_insecure = _bool(_env("cluster_secret_allow_insecure", "false"))
         s.cluster_probe_interval = float(_env("cluster_probe_interval", str(s.cluster_probe_interval)) or
                                          s.cluster_probe_interval)
         s.loop = _env("loop", s.loop) or s.loop
         s.tls_cert_file = _env("tls_cert_file") or None
         s.tls_key_file = _env("tls_key_file") or None
-        s.token_audiences = [a.strip() for a in (_env("token_audience") or "").split(",") if a.strip()]
+        s.token_audiences = _csv("token_audience")
         s.accelerator_resources, s.gpu_resources = resource_rules_from_env()
         return s
 
@@ -323,14 +328,10 @@ def _resource_rules(args: argparse.Namespace) -> dict[str, list[str]]:
             "gpu_resources": list(getattr(args, "gpu_resources", None) or gpus)}
 
 
-def _names(v: str | None) -> list[str] | None:
-    return [n.strip() for n in v.split(",") if n.strip()] if v and v.strip() else None
-
-
 def resource_rules_from_env() -> tuple[list[str], list[str]]:
     """WLMAP_ACCELERATOR_RESOURCE and WLMAP_GPU_RESOURCE (comma-separated), else the defaults."""
-    return (_names(_env("accelerator_resource")) or list(accelerators.DEFAULT_ACCELERATORS),
-            _names(_env("gpu_resource")) or list(accelerators.DEFAULT_GPUS))
+    return (_csv("accelerator_resource") or list(accelerators.DEFAULT_ACCELERATORS),
+            _csv("gpu_resource") or list(accelerators.DEFAULT_GPUS))
 
 
 def _resource_name(what: str):  # noqa: ANN202 - an argparse type

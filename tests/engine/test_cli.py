@@ -557,6 +557,7 @@ def test_request_timeout_takes_kubectl_durations():
 
 def test_get_filters_and_sort_keys():
     from app.cli import listing
+    from app.cluster.workloads import components_of
     from app.cluster.selectors import parse
 
     def row(name, phase, gpus, created, labels):
@@ -579,6 +580,6 @@ def test_get_filters_and_sort_keys():
         {"name": "master", "podBearing": True, "totals": {"pods": 1}, "children": []},
         {"name": "worker", "podBearing": True, "totals": {"pods": 4}, "children": []},
         {"name": "broken", "podBearing": True, "error": "x", "totals": None, "children": []}]}
-    comps = listing.components({"tree": tree})
+    comps = components_of({"tree": tree})
     assert comps == [{"name": "master", "pods": 1}, {"name": "worker", "pods": 4}, {"name": "broken", "pods": None}]
     assert listing.components_cell({"components": comps}) == "master(1), worker(4), broken(?)"

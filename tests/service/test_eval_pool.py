@@ -46,10 +46,11 @@ def _task(name: str, **spec: object) -> dict:
 
 # -- the pool itself ----------------------------------------------------------------------
 
-def _with_pool(queue_timeout: float, deadline: float, scenario: Callable[[Any], Awaitable[None]]) -> None:
-    """Run `scenario(pool)` against a started pool of one worker, closed afterwards."""
+def _with_pool(queue_timeout: float, deadline: float, scenario: Callable[[Any], Awaitable[None]],
+               size: int = 1) -> None:
+    """Run `scenario(pool)` against a started pool (of one worker unless told), closed afterwards."""
     async def run() -> None:
-        pool = evaluator.Pool(1, deadline=deadline, queue_timeout=queue_timeout)
+        pool = evaluator.Pool(size, deadline=deadline, queue_timeout=queue_timeout)
         await pool.start()
         try:
             await scenario(pool)
@@ -292,17 +293,7 @@ def test_background_work_never_takes_the_last_worker_from_callers() -> None:
         await asyncio.gather(*burst)
         assert done.index("caller") <= 1, done  # at most the one runaway already running ended first
 
-    pool_size = 2
-
-    async def run() -> None:
-        pool = evaluator.Pool(pool_size, deadline=1.0, queue_timeout=30)
-        await pool.start()
-        try:
-            await scenario(pool)
-        finally:
-            await pool.close()
-
-    asyncio.run(run())
+    _with_pool(30, 1.0, scenario, size=2)
 
 
 def test_a_worker_that_dies_while_starting_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -320,18 +311,13 @@ def test_a_worker_that_dies_while_starting_is_replaced(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(evaluator.Pool, "_start_worker", flaky)
 
-    async def run() -> None:
-        pool = evaluator.Pool(2, deadline=10, queue_timeout=10)
-        await pool.start()
-        try:
-            out = await pool.interpret(_definition(".spec.workers", "after-a-failed-start"), _task("t"), None)
-            assert out["definition"]["name"] == "after-a-failed-start"
-            for _ in range(100):  # the replacement comes up within a few seconds
-                if len(pool._all) == 2:
-                    break
-                await asyncio.sleep(0.1)
-            assert len(pool._all) == 2 and calls["n"] == 3
-        finally:
-            await pool.close()
+    async def scenario(pool: Any) -> None:
+        out = await pool.interpret(_definition(".spec.workers", "after-a-failed-start"), _task("t"), None)
+        assert out["definition"]["name"] == "after-a-failed-start"
+        for _ in range(100):  # the replacement comes up within a few seconds
+            if len(pool._all) == 2:
+                break
+            await asyncio.sleep(0.1)
+        assert len(pool._all) == 2 and calls["n"] == 3
 
-    asyncio.run(run())
+    _with_pool(10, 10, scenario, size=2)
