@@ -55,6 +55,8 @@ OWNER_LINKS: dict[tuple[str, str], str] = {
 
 # What the chart grants beyond the catalog: (group, resources, verbs, where, why).
 FEATURE_RULES: list[tuple[str, str, str, str, str]] = [
+    ("", "events", "get, list, watch", "cluster",
+     "Warning Events of workloads, their owners and pods: why a workload is not running (`diagnosis`)"),
     ("run.ai", "kartas", "get, list, watch", "cluster",
      "Karta definitions shared cluster-wide (`config.kartaResources`)"),
     ("apiextensions.k8s.io", "customresourcedefinitions", "get, list, watch", "cluster",

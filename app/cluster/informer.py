@@ -95,6 +95,12 @@ class Informer:
         while it reconnects; readers see that in `connected` (the answers' freshness)."""
         return self.synced_once.is_set()
 
+    def forget(self, key: Key) -> None:
+        """Drop one object from the copy without telling the consumer: for a consumer that bounds
+        what it keeps (the model's Warning Events).  If the object changes later it comes back as
+        ADDED; a relist does not resurrect it unless `keep` takes it again."""
+        self.objects.pop(key, None)
+
     def poke(self) -> None:
         """Something changed (a CRD appeared): stop waiting and try now."""
         self._poke.set()

@@ -99,7 +99,3 @@ class OwnerIndex:
 
     async def chains(self, metas: list[dict[str, Any]]) -> list[set[str]]:
         return list(await asyncio.gather(*(self.chain(m) for m in metas)))
-
-
-def owned_by(uid: str, pods: list[dict[str, Any]], chains: list[set[str]]) -> list[dict[str, Any]]:
-    return [p for p, c in zip(pods, chains) if uid in c]

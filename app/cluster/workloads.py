@@ -23,8 +23,27 @@ from ..engine.attribution import pod_ready
 from ..engine.interpret import generic_flags
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .kube import PODS, Forbidden, Kube, KubeError, NotFound, Resource, Unavailable
-from .owners import OwnerIndex, controller_of, owned_by
+from .diagnosis import (
+    WarningEvent,
+    context_of,
+    diagnose,
+    explain,
+    gang_minimum,
+    pod_facts,
+    recent,
+    warning_event,
+)
+from .kube import (
+    EVENTS,
+    PODS,
+    Forbidden,
+    Kube,
+    KubeError,
+    NotFound,
+    Resource,
+    Unavailable,
+)
+from .owners import OwnerIndex, controller_of
 from .reader import (  # noqa: F401 - the names readers and the service share, importable from here too
     Allow,
     Found,
@@ -65,7 +84,7 @@ def error_row(obj: dict[str, Any], e: Exception, ready: int | None) -> dict[str,
     return {"workload": describe_ref(obj) | {"uid": str(meta.get("uid"))}, "phase": None,
             "pods": {"ready": ready, "desired": None}, "gpus": None, "accelerators": None,
             "labels": dict(meta.get("labels") or {}), "createdAt": meta.get("creationTimestamp"), "components": None,
-            "error": str(getattr(e, "detail", None) or e)}
+            "reason": None, "error": str(getattr(e, "detail", None) or e)}
 
 
 def components_of(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -99,7 +118,7 @@ def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None,
                            "definition": result["definition"]["name"],
                            "labels": dict(meta.get("labels") or {}), "createdAt": meta.get("creationTimestamp"),
                            "components": components if components is not None else components_of(result),
-                           "complete": result["complete"]}
+                           "complete": result["complete"], "reason": None}
     if result.get("errors"):
         out["errors"] = result["errors"]
     return out
@@ -129,6 +148,34 @@ async def visibility(allow: Allow, res: Resource, namespace: str | None, present
 
 def visible_in(vis: bool | set[str], namespace: str | None) -> bool:
     return vis is True or (isinstance(vis, set) and (namespace or "") in vis)
+
+
+def not_allowed_events(namespace: str | None) -> str:
+    return (f"not allowed to list events{' in namespace ' + namespace if namespace else ''}, so the diagnosis "
+            "leaves Events out")
+
+
+async def hide_unseen(rows: list[dict[str, Any]], allow: Allow, namespace: str | None,
+                      warnings: list[str]) -> list[dict[str, Any]]:
+    """Rows as this caller may see them: the ready count only where it may list pods, the reason
+    (read from pods and Events) only where it may list both."""
+    present = {str(r["workload"].get("namespace") or "") for r in rows}
+    pods = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
+    events: bool | set[str] = True
+    if any(r.get("reason") for r in rows):
+        events = await visibility(allow, EVENTS, namespace, present, [], None)
+        if events is not True:
+            warnings.append("not allowed to list events" + ("" if events is False else " in every namespace")
+                            + ", so reasons are shown only where pods and events may be listed")
+    out = []
+    for r in rows:
+        ns = r["workload"].get("namespace")
+        if not visible_in(pods, ns):
+            r = dict(r, pods=dict(r["pods"], ready=None), reason=None)
+        elif r.get("reason") and not visible_in(events, ns):
+            r = dict(r, reason=None)
+        out.append(r)
+    return out
 
 
 def sort_rows(items: list[dict[str, Any]]) -> None:
@@ -216,6 +263,10 @@ class Workloads(Reader):
     # -- pods -----------------------------------------------------------------------------
     async def pods_of(self, obj: dict[str, Any], res: Resource) -> list[dict[str, Any]]:
         """The pods the object controls (the caller's right to list them was checked by the lookup)."""
+        return (await self._pods_and_chains(obj, res))[0]
+
+    async def _pods_and_chains(self, obj: dict[str, Any], res: Resource
+                               ) -> tuple[list[dict[str, Any]], list[set[str]], OwnerIndex]:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") if res.namespaced else None
         try:
@@ -226,8 +277,41 @@ class Workloads(Reader):
             raise LookupFailed(503, "cluster-unavailable", f"cannot list pods: {e}") from None
         index = OwnerIndex(self.kube, ns)
         chains = await index.chains([p.get("metadata") or {} for p in pods])
+        uid = str(meta.get("uid"))
         # by name: the API server's cache lists in no stable order, and gang rows follow this one
-        return sorted(owned_by(str(meta.get("uid")), pods, chains), key=lambda p: p["metadata"].get("name", ""))
+        mine = sorted(((p, c) for p, c in zip(pods, chains) if uid in c), key=lambda pc: pc[0]["metadata"].get("name", ""))
+        return [p for p, _ in mine], [c for _, c in mine], index
+
+    async def warnings_of(self, namespace: str | None, warnings: list[str]) -> list[WarningEvent] | None:
+        """The recent Warning Events of a namespace (None: they cannot be read; `warnings` says why)."""
+        try:
+            items = (await self.kube.list(EVENTS, namespace, field_selector="type=Warning",
+                                          resource_version="0"))["items"]
+        except KubeError as e:
+            warnings.append(f"cannot list events, so the diagnosis leaves them out: {e}")
+            return None
+        return [ev for ev in map(warning_event, items) if ev is not None and recent(ev)]
+
+    async def _related(self, events: list[WarningEvent], uid: str, chains: list[set[str]],
+                       index: OwnerIndex) -> list[WarningEvent]:
+        """The events about the workload, its pods, or an object whose controller chain reaches it
+        (a Job that cannot create its pods has none to name it)."""
+        known = set().union(*chains) if chains else set()
+        known.add(uid)
+        # the groups whose objects own pods: as the live model, which watches only these
+        owning = {"apps", "batch"} | {d.gvk[0] for d in self.registry().all() if d.valid and d.gvk}
+        out = []
+        for ev in events:
+            if ev.uid in known:
+                out.append(ev)
+                continue
+            group = ev.api_version.rpartition("/")[0]
+            if ev.kind in ("Pod", "") or group not in owning:
+                continue
+            meta = await index.owner({"apiVersion": ev.api_version, "kind": ev.kind, "name": ev.name, "uid": ev.uid})
+            if meta is not None and uid in await index.chain(meta):
+                out.append(ev)
+        return out
 
     async def interpretation(self, namespace: str, name: str, kind: str | None = None,
                              api_version: str | None = None, *, with_pods: bool = True,
@@ -236,11 +320,20 @@ class Workloads(Reader):
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         obj, res = found.item, found.resource
         definition = self.definition_for(res.gvk)
-        pods = await self.pods_of(obj, res) if with_pods else None
+        pods, chains, index = await self._pods_and_chains(obj, res) if with_pods else (None, [], None)
         out = await self.interpret(definition, obj, pods)
         if pods is not None:
             live = out.setdefault("live", {})
             live.update(generic_flags(obj))  # what status carries too, known even when the status is not
+            ns = found.namespace or None
+            events: list[WarningEvent] = []
+            if not await allow("list", EVENTS, ns, None):
+                out.setdefault("warnings", []).append(not_allowed_events(ns))
+            else:
+                listed = await self.warnings_of(ns, out.setdefault("warnings", []))
+                events = await self._related(listed or [], found.uid, chains, index) if index else []
+            facts = [pod_facts(p, frozenset(c)) for p, c in zip(pods, chains)]
+            out["diagnosis"] = explain(context_of(out), facts, events)
         out["freshness"] = direct_freshness(obj)
         return {"cluster": self.cluster, **out} if self.cluster else out
 
@@ -304,34 +397,64 @@ class Workloads(Reader):
 
         keep = await asyncio.gather(*(top_level(o) for _, o in found))
         found = [f for f, k in zip(found, keep) if k]
-        ready = await self._ready_counts([o for _, o in found], namespace, allow, warnings, indexes)
+        ready, owned = await self._ready_counts([o for _, o in found], namespace, allow, warnings, indexes)
+        events = await self._list_warnings(namespace, found, owned, allow, warnings)
 
         async def row(k: Known, obj: dict[str, Any]) -> dict[str, Any]:
-            uid = str((obj.get("metadata") or {}).get("uid"))
+            meta = obj.get("metadata") or {}
+            uid = str(meta.get("uid"))
             try:
                 d = self.definition_for(k.gvk)
                 result = await self.interpret(d, obj, None)
             except Exception as e:  # one bad object never hides the others
                 return error_row(obj, e, ready.get(uid))
-            return summary_row(obj, result, ready.get(uid))
+            out = summary_row(obj, result, ready.get(uid))
+            pods, ns = owned.get(uid), meta.get("namespace")
+            if pods is not None and events is not None and visible_in(events[0], ns):
+                index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
+                related = await self._related(events[1], uid, [c for _, c in pods], index)
+                st, totals = result.get("status"), result.get("totals")
+                entries = diagnose([pod_facts(p, frozenset(c)) for p, c in pods], [(e, None) for e in related],
+                                   phase=st["phase"] if st else None, ready=ready.get(uid),
+                                   desired=totals["pods"] if totals else None, gang_min=gang_minimum(result))
+                out["reason"] = entries[0]["reason"] if entries else None
+            return out
 
         items = list(await asyncio.gather(*(row(k, o) for k, o in found)))
         sort_rows(items)
         return {"items": items, "warnings": sorted(set(warnings)), "freshness": direct_freshness()}
 
+    async def _list_warnings(self, namespace: str | None, found: list[Any], owned: dict[str, Any], allow: Allow,
+                             warnings: list[str]) -> tuple[bool | set[str], list[WarningEvent]] | None:
+        """The Warning Events the rows' reasons read, and where the caller may see them (None: none)."""
+        if not owned:
+            return None
+        present = {str((o.get("metadata") or {}).get("namespace") or "") for _, o in found}
+        vis = await visibility(allow, EVENTS, namespace, present, [], None)
+        if vis is not True:
+            warnings.append("not allowed to list events" + ("" if vis is False else " in every namespace")
+                            + ", so reasons are shown only where pods and events may be listed")
+        if vis is False:
+            return None
+        listed = await self.warnings_of(namespace, warnings)
+        return (vis, listed) if listed is not None else None
+
     async def _ready_counts(self, objs: list[dict[str, Any]], namespace: str | None, allow: Allow,
-                            warnings: list[str], indexes: dict[str | None, OwnerIndex]) -> dict[str, int]:
+                            warnings: list[str], indexes: dict[str | None, OwnerIndex]
+                            ) -> tuple[dict[str, int], dict[str, list[tuple[dict[str, Any], set[str]]]]]:
+        """Ready pods per workload UID, and each workload's pods with their chains (for the reasons)."""
+        owned: dict[str, list[tuple[dict[str, Any], set[str]]]] = {}
         if not objs:
-            return {}
+            return {}, owned
         present = {str((o.get("metadata") or {}).get("namespace") or "") for o in objs}
         vis = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
         if vis is False:
-            return {}
+            return {}, owned
         try:
             pods = (await self.kube.list(PODS, namespace, resource_version="0"))["items"]
         except KubeError as e:
             warnings.append(f"cannot list pods: {e}")
-            return {}
+            return {}, owned
         by_ns: dict[str | None, list[dict[str, Any]]] = {}
         for p in pods:
             if not visible_in(vis, (p.get("metadata") or {}).get("namespace")):
@@ -339,11 +462,14 @@ class Workloads(Reader):
             by_ns.setdefault((p.get("metadata") or {}).get("namespace"), []).append(p)
         counts: dict[str, int] = {str((o.get("metadata") or {}).get("uid")): 0 for o in objs
                                   if visible_in(vis, (o.get("metadata") or {}).get("namespace"))}
+        for uid in counts:
+            owned[uid] = []
         for ns, ps in by_ns.items():
             index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
             chains = await index.chains([p.get("metadata") or {} for p in ps])
             for p, chain in zip(ps, chains):
-                if pod_ready(p):
-                    for uid in chain & counts.keys():
-                        counts[uid] += 1
-        return counts
+                ok = pod_ready(p)
+                for uid in chain & counts.keys():
+                    owned[uid].append((p, chain))
+                    counts[uid] += ok
+        return counts, owned

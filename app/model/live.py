@@ -33,8 +33,16 @@ from typing import Any
 import orjson
 from cachetools import LRUCache
 
+from ..cluster.diagnosis import (
+    Context,
+    PodFacts,
+    context_of,
+    diagnose,
+    explain,
+    gang_minimum,
+)
 from ..cluster.informer import Backoff, Informer, sleep_or_stop
-from ..cluster.kube import PODS, Kube, KubeError, Resource
+from ..cluster.kube import EVENTS, PODS, Kube, KubeError, Resource
 from ..cluster.reader import Found, Reader
 from ..cluster.workloads import (
     Allow,
@@ -42,7 +50,9 @@ from ..cluster.workloads import (
     components_of,
     definition_for,
     error_row,
+    hide_unseen,
     matches_token,
+    not_allowed_events,
     now_iso,
     sort_rows,
     summary_row,
@@ -64,6 +74,7 @@ from .records import (
     record,
     workload_projection,
 )
+from .warnings import WarningEvents
 
 log = logging.getLogger("wlmap.model")
 
@@ -122,7 +133,7 @@ def _rv_int(rv: str) -> int:
 class LiveModel(Reader):
     def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, *,
                  namespaces: list[str] | None = None, history: int = 20000, cluster: str | None = None,
-                 events: EventLog | None = None):
+                 events: EventLog | None = None, warning_events: int = 10000):
         self.kube, self.registry, self.interpret = kube, registry, interpret
         # In a fleet: the cluster's name, on every row, interpretation and event; the event log
         # is the fleet's (one sequence, so one resume token covers every cluster).
@@ -145,7 +156,7 @@ class LiveModel(Reader):
         self._crd: KindWatch | None = None
         self._planning = True
         # the latest live interpretation per workload uid, with what it was computed from
-        self._live: LRUCache[str, tuple[tuple[Any, ...], bytes]] = LRUCache(maxsize=2048)
+        self._live: LRUCache[str, tuple[tuple[Any, ...], bytes, Context | None]] = LRUCache(maxsize=2048)
         # Workloads whose live interpretation is to be computed ahead of a read (after the first
         # sync, in the idle time between changes), so a read finds it ready: about 4 ms of jq per
         # JobSet with its pods, paid in the background instead of by the caller.
@@ -158,6 +169,15 @@ class LiveModel(Reader):
         self.interpretations = 0  # tests and metrics read these
         self.replan_every = 60.0
         self.max_rv = 0
+        # Warning Events, for the diagnosis (0: not watched); not part of `synced`: a cluster
+        # whose Events the service may not read still answers, without them
+        self.warnings = WarningEvents(max_events=warning_events, forget=self._forget_event)
+        self._event_informers: list[Informer] = []
+        self.warning_events = warning_events
+        # diagnoses as last computed: (the live answer's signature, the workload's Events version,
+        # Events shown) -> the entries as JSON; the version moves whenever an Event under it does
+        self._events_version: dict[str, int] = {}
+        self._diagnoses: LRUCache[str, tuple[tuple[Any, ...], bytes]] = LRUCache(maxsize=2048)
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, stop: asyncio.Event) -> None:
@@ -165,6 +185,13 @@ class LiveModel(Reader):
         self._tasks.append(asyncio.create_task(self._plan_loop(), name="model-plan"))
         self._tasks.append(asyncio.create_task(self._process_loop(), name="model-process"))
         self._tasks.append(asyncio.create_task(self._warm_loop(), name="model-warm"))
+        if self.warning_events > 0:
+            for ns in self.namespaces or [None]:
+                inf = Informer(self.kube, EVENTS, self.warnings.keep, self._on_warning, namespace=ns,
+                               field_selector="type=Warning", scope=self.cluster)
+                self._event_informers.append(inf)
+                self._tasks.append(asyncio.create_task(inf.run(stop), name=f"informer-{inf.name}"))
+            self._tasks.append(asyncio.create_task(self._prune_loop(), name="model-prune-events"))
 
     async def close(self) -> None:
         for kw in list(self.kinds.values()) + ([self._crd] if self._crd else []):
@@ -222,6 +249,8 @@ class LiveModel(Reader):
                 "objects": len(self.graph.by_uid), "pods": len(self.graph.pods), "workloads": len(top),
                 "pending": len(self._dirty),
                 "interpretations": self.interpretations, "answersReady": len(self._live),
+                "warningEvents": {"kept": len(self.warnings), "evicted": self.warnings.evictions,
+                                  "informers": [i.status() for i in self._event_informers]},
                 "resumeToken": self.events.token(),
                 "freshness": self.freshness()}
 
@@ -380,6 +409,8 @@ class LiveModel(Reader):
                     self._dirty |= self.graph.drop(old.uid)
                 self.max_rv = max(self.max_rv, _rv_int(new.rv))
                 self._dirty |= self.graph.put(new, pod=kw.is_pod, workload=workload)
+                if old is None and self.warnings.about(new.uid):  # events that came before it
+                    self._dirty.update(self.graph.ancestors(new.uid))
                 if workload:
                     self._dirty.add(new.uid)
             elif old is not None:
@@ -405,6 +436,61 @@ class LiveModel(Reader):
                     inf.poke()
         if self._crd is not None and all(i.synced_once.is_set() for i in self._crd.informers):
             self._replan.set()
+
+    # -- Warning Events (diagnosis) ---------------------------------------------------------
+    def _on_warning(self, type_: str, key: Any, old: Any, new: Any) -> None:
+        for uid in self.warnings.on_event(type_, key, old, new):
+            self._events_changed(uid)
+        if new is not None and new.event.uid not in self.graph.by_uid:
+            self._want_owner_of(new.event)
+        self._wake.set()
+
+    def _events_changed(self, uid: str) -> None:
+        """The workloads above `uid` read its events: their rows and answers are due again."""
+        for u in self.graph.ancestors(uid):
+            if u in self.states or u in self.graph.workloads:
+                self._dirty.add(u)
+                self._events_version[u] = self._events_version.get(u, 0) + 1
+
+    def _want_owner_of(self, ev: Any) -> None:
+        """An event about an object the model does not hold: an intermediate owner (a Job or a
+        ReplicaSet failing to create its pods: no pod names it yet) is watched, metadata only,
+        when its group is one whose objects own pods (apps, batch, the definitions' groups)."""
+        group, _, version = ev.api_version.rpartition("/")
+        if ev.kind in ("Pod", "") or not version:
+            return
+        if group in ("apps", "batch") or group in {g for g, _ in self._covered_gk}:
+            self._wanted(group, version, ev.kind)
+
+    def _forget_event(self, key: Any) -> None:
+        for inf in self._event_informers:
+            inf.forget(key)
+
+    async def _prune_loop(self) -> None:
+        assert self._stop is not None
+        while not self._stop.is_set():
+            await sleep_or_stop(self._stop, 60.0)
+            for uid in self.warnings.prune():
+                self._events_changed(uid)
+            self._wake.set()
+
+    def pod_facts(self, uid: str) -> list[PodFacts]:
+        return [PodFacts(p.uid, p.name, None, p.symptoms, p.scheduled, self.graph.chains.get(p.uid, frozenset()))
+                for p in self.graph.pods_of(uid)]
+
+    def warnings_of(self, uid: str) -> list[Any]:
+        return self.warnings.of({uid} | self.graph.descendants(uid))
+
+    def _reason(self, uid: str, state: WorkloadState, ready: int | None) -> str | None:
+        """The row's reason: the top diagnosis entry, without placing pods on components."""
+        if state.facts is None:
+            return None
+        res = state.facts["result"]
+        st, totals = res.get("status"), res.get("totals")
+        entries = diagnose(self.pod_facts(uid), [(e, None) for e in self.warnings_of(uid)],
+                           phase=st["phase"] if st else None, ready=ready,
+                           desired=totals["pods"] if totals else None, gang_min=state.facts.get("gangMin"))
+        return entries[0]["reason"] if entries else None
 
     # -- interpretation ---------------------------------------------------------------------
     async def _process_loop(self) -> None:
@@ -454,6 +540,7 @@ class LiveModel(Reader):
                 self.events.publish("DELETED", row_key(state.row), state.row, self._res(state.row), self.cluster)
             if obj is None or kw is None or kw.definition is None:
                 self.states.pop(uid, None)
+                self._events_version.pop(uid, None)
             elif state is not None:
                 state.row = None
             return
@@ -464,6 +551,7 @@ class LiveModel(Reader):
         await self._interpret(obj, kw.definition, state)
         ready = self.graph.ready_count(uid)
         row = self._row(obj, state, ready)
+        row["reason"] = self._reason(uid, state, ready)
         if row != state.row:
             self.events.publish("ADDED" if state.row is None else "MODIFIED", row_key(row), row,
                                 (kw.resource.group, kw.resource.plural), self.cluster)
@@ -602,24 +690,52 @@ class LiveModel(Reader):
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         kw = self.kinds[(found.resource.group, found.resource.kind)]
         d = self.definition_for(found.resource.gvk)
-        body = await self.live_result(kw, found.item, d, with_pods)
+        body, ctx = await self.live_answer(kw, found.item, d, with_pods)
+        if ctx is not None:  # per read: what Events show depends on the caller
+            body = await self._with_diagnosis(body, ctx, found, allow)
         if self.cluster:
             body = b'{"cluster":' + orjson.dumps(self.cluster) + b"," + body[1:]
         return _with_freshness(body, self.freshness()) if freshness else body
 
     async def live_result(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool) -> bytes:
+        return (await self.live_answer(kw, obj, d, with_pods))[0]
+
+    async def live_answer(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool
+                          ) -> tuple[bytes, Context | None]:
+        """The live interpretation as JSON, and (with pods) what its diagnosis needs of it."""
         pods = sorted(self.graph.pods_of(obj.uid), key=lambda p: p.name) if with_pods else None
         sig = (obj.rv, d.digest, None if pods is None else tuple((p.uid, p.rv) for p in pods))
         hit = self._live.get(obj.uid)
         if hit is not None and hit[0] == sig:
-            return hit[1]
+            return hit[1], hit[2]
         body = obj.object()
         result = await self.interpret(d, body, [p.object() for p in pods] if pods is not None else None)
+        ctx = None
         if pods is not None:
             result.setdefault("live", {}).update(generic_flags(body))
+            ctx = context_of(result)
         out = orjson.dumps(result)
-        self._live[obj.uid] = (sig, out)
-        return out
+        self._live[obj.uid] = (sig, out, ctx)
+        return out, ctx
+
+    async def _with_diagnosis(self, body: bytes, ctx: Context, found: Found, allow: Allow) -> bytes:
+        ns = found.namespace or None
+        events = await allow("list", EVENTS, ns, None)
+        hit = self._live.get(found.uid)
+        key = (hit[0] if hit else None, self._events_version.get(found.uid, 0), events)
+        known = self._diagnoses.get(found.uid)
+        if known is not None and known[0] == key and key[0] is not None:
+            entries = known[1]
+        else:
+            entries = orjson.dumps(explain(ctx, self.pod_facts(found.uid),
+                                           self.warnings_of(found.uid) if events else []))
+            self._diagnoses[found.uid] = (key, entries)
+        body = body[:-1] + b',"diagnosis":' + entries + b"}"
+        if events or self.warning_events <= 0:
+            return body
+        out = orjson.loads(body)  # rare: a caller who may read pods but not Events
+        out["warnings"] = [*out.get("warnings", []), not_allowed_events(ns)]
+        return orjson.dumps(out)
 
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
         return definition_for(self.registry(), gvk)
@@ -648,11 +764,7 @@ class LiveModel(Reader):
             vis = await visibility(allow, kw.resource, namespace, present, warnings)
             rows += [r for r in mine if visible_in(vis, r["workload"].get("namespace"))]
         if rows:
-            present = {str(r["workload"].get("namespace") or "") for r in rows}
-            pods = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
-            if pods is not True:
-                rows = [r if visible_in(pods, r["workload"].get("namespace"))
-                        else dict(r, pods=dict(r["pods"], ready=None)) for r in rows]
+            rows = await hide_unseen(rows, allow, namespace, warnings)
         sort_rows(rows)
         if self.namespaces is not None and namespace is None:
             warnings.append("this service watches namespaces " + ", ".join(self.namespaces) + " only")
@@ -673,18 +785,11 @@ def row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
 def _facts(result: dict[str, Any]) -> dict[str, Any]:
     """What rows and metrics need of an interpretation, kept small (the full result is not kept:
     a read of one workload interprets it again, with its pods)."""
-    gang = result.get("gang") or {}
-    minimum = None
-    pg = gang.get("podGroup") if isinstance(gang, dict) else None
-    if isinstance(pg, dict):
-        minimum = pg.get("minAvailable") or sum((s.get("minAvailable") or 0) for s in pg.get("subGroups") or []) or None
-    elif isinstance(gang, dict) and gang.get("podGroups"):
-        minimum = sum((m.get("minAvailable") or 0) for g in gang["podGroups"] for m in g.get("members") or []) or None
     slim = {"workload": result["workload"], "definition": result["definition"], "complete": result["complete"],
             "status": {"phase": result["status"]["phase"], "matched": result["status"]["matched"]}
             if result.get("status") else None,
             "totals": result.get("totals"), "errors": result.get("errors")}
-    return {"result": slim, "gangMin": minimum, "components": components_of(result)}
+    return {"result": slim, "gangMin": gang_minimum(result), "components": components_of(result)}
 
 
 def _with_freshness(body: bytes, freshness: dict[str, Any]) -> bytes:

@@ -33,11 +33,18 @@ class OwnerGraph:
         self._walked: dict[str, set[str]] = {}  # uid -> uids its own walk looked up
         self.pods: set[str] = set()
         self.workloads: set[str] = set()
+        self.children: dict[str, set[str]] = {}  # controller uid -> uids of the objects it controls
 
     # -- changes ---------------------------------------------------------------------------
     def put(self, obj: Obj, *, pod: bool, workload: bool) -> set[str]:
         """Add or replace an object; returns the workload UIDs whose pods or nesting changed."""
+        prev = self.by_uid.get(obj.uid)
+        if prev is not None:
+            self._unlink(prev)
         self.by_uid[obj.uid] = obj
+        ctrl = obj.controller
+        if ctrl is not None:
+            self.children.setdefault(ctrl[3], set()).add(obj.uid)
         if pod:
             self.pods.add(obj.uid)
         if workload:
@@ -48,6 +55,7 @@ class OwnerGraph:
         obj = self.by_uid.pop(uid, None)
         if obj is None:
             return set()
+        self._unlink(obj)
         affected = self._rewalk(set(self._touched.get(uid, set())) - {uid})
         self.pods.discard(uid)
         self.workloads.discard(uid)
@@ -66,6 +74,30 @@ class OwnerGraph:
 
     def ready_count(self, uid: str) -> int:
         return sum(1 for p in self.members.get(uid, ()) if (o := self.by_uid.get(p)) is not None and o.ready)
+
+    def descendants(self, uid: str) -> set[str]:
+        """The objects under `uid` along controller references (intermediate owners and pods,
+        those without pods too: a Job that cannot create any), at most MAX_HOPS levels down."""
+        out: set[str] = set()
+        level = {uid}
+        for _ in range(MAX_HOPS):
+            level = {c for u in level for c in self.children.get(u, ()) if c not in out}
+            if not level:
+                break
+            out |= level
+        return out
+
+    def ancestors(self, uid: str) -> list[str]:
+        """`uid` and the objects above it along its controller chain (as far as the model holds it)."""
+        out = [uid]
+        level = self.by_uid.get(uid)
+        for _ in range(MAX_HOPS):
+            ctrl = level.controller if level is not None else None
+            if ctrl is None:
+                break
+            out.append(ctrl[3])
+            level = self._owner(level, ctrl, set())  # type: ignore[arg-type]
+        return out
 
     # -- walks -----------------------------------------------------------------------------
     def _rewalk(self, uids: set[str]) -> set[str]:
@@ -150,6 +182,14 @@ class OwnerGraph:
             self._walked[uid] = touched
         else:
             self._walked.pop(uid, None)
+
+    def _unlink(self, obj: Obj) -> None:
+        ctrl = obj.controller
+        kids = self.children.get(ctrl[3]) if ctrl is not None else None
+        if kids is not None:
+            kids.discard(obj.uid)
+            if not kids:
+                del self.children[ctrl[3]]  # type: ignore[index]
 
     def _forget(self, uid: str) -> set[str]:
         affected = self._set_chain(uid, frozenset()) if uid in self.chains else set()

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ..cluster.diagnosis import NONE, Symptom, pod_symptoms, scheduled
 from ..engine.attribution import pod_ready
 from ..engine.compiled import compiled
 from ..engine.interpret import strip_noise
@@ -52,6 +53,10 @@ class Obj:
     created: str | None
     body: bytes | None  # the projected object (None: metadata-only kinds)
     ready: bool = False  # pods: the Ready condition is True
+    # pods: what keeps it from running (diagnosis), and whether it has a node; read from the
+    # whole object once per change, so the projection need not keep the messages' sources
+    symptoms: tuple[Symptom, ...] = NONE
+    scheduled: bool = False
 
     def object(self) -> dict[str, Any]:
         return orjson.loads(self.body) if self.body is not None else {}
@@ -93,9 +98,12 @@ def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool |
             from ..jqlang.values import normalize
 
             body = orjson.dumps(normalize(kept))
-    return Obj(_intern(group), _intern(kind), _intern(str(meta.get("namespace") or "")), str(meta["name"]),
-               str(meta["uid"]), str(meta.get("resourceVersion") or ""), owners_of(meta),
-               meta.get("creationTimestamp"), body, pod_ready(obj) if is_pod else False)
+    rec = Obj(_intern(group), _intern(kind), _intern(str(meta.get("namespace") or "")), str(meta["name"]),
+              str(meta["uid"]), str(meta.get("resourceVersion") or ""), owners_of(meta),
+              meta.get("creationTimestamp"), body)
+    if is_pod:
+        rec.ready, rec.symptoms, rec.scheduled = pod_ready(obj), pod_symptoms(obj), scheduled(obj)
+    return rec
 
 
 def workload_projection(definitions: list[Definition]) -> Tree | bool:

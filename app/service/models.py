@@ -385,8 +385,25 @@ class DefinitionList(BaseModel):
 
 # -- live workloads ----------------------------------------------------------------------
 
+class Diagnosis(_M):
+    """One reason a workload is not (fully) running."""
+
+    severity: Literal["error", "warning"]
+    reason: str = Field(description="Unschedulable, PendingVolumeClaim, ImagePullBackOff, CrashLoopBackOff, OOMKilled, "
+                                    "FailedCreate, GangMinimumNotMet, ... (the scheduler's, kubelet's or controller's "
+                                    "own word)")
+    message: str = Field(description="as they wrote it; an event on an owner is prefixed with its kind and name")
+    component: str | None = Field(description="the component of the pods (or owner) it concerns")
+    pods: int = Field(description="pods it concerns (0: it concerns the workload or an owner)")
+    since: str | None = Field(description="RFC 3339: when it began, as far as the cluster says")
+    instances: list[str] | None = Field(None, description="the component instances of those pods")
+    insufficient: list[str] | None = Field(None, description="Unschedulable: the resources the scheduler found short")
+
+
 class LiveInterpretation(Interpretation):
     live: Live | None = Field(None, description="pods attributed by owner references (absent with pods=false)")
+    diagnosis: list[Diagnosis] | None = Field(None, description="why it is not (fully) running, most severe first "
+                                                                "(with pods; empty when it is)")
 
 
 class PodCounts(_M):
@@ -423,6 +440,8 @@ class WorkloadSummary(_M):
                                                     "counts that would be partial (gpus, pods.desired) are null")
     errors: list[PartError] | None = Field(None, description="the parts that could not be computed")
     error: str | None = Field(None, description="why this workload could not be interpreted")
+    reason: str | None = Field(None, description="the top diagnosis reason (null: none, or the caller may not list "
+                                                 "the pods and events it is read from)")
     cluster: str | None = Field(None, description="the cluster that holds it (when clusters are configured)")
     unavailable: bool | None = Field(None, description="true: its cluster does not answer now; the row is as last "
                                                        "seen (freshness.observedAt of that cluster)")
@@ -520,6 +539,8 @@ class ModelStatus(_M):
     pending: int | None = Field(None, description="changes received and not yet applied")
     interpretations: int | None = None
     answersReady: int | None = Field(None, description="live answers (with pods) computed ahead of reads and kept")
+    warningEvents: dict[str, Any] | None = Field(None, description="Warning Events kept for the diagnosis: kept, "
+                                                                   "evicted (bounds), the informers")
     resumeToken: str | None = None
     freshness: Freshness | None = None
     definitionsSynced: bool | None = None

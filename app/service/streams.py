@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ..cluster.kube import PODS, Resource
+from ..cluster.kube import EVENTS, PODS, Resource
 from ..cluster.listing import ListQuery
 from ..cluster.reader import Allow, Known, LookupFailed, matches_token
 from ..fleet.fleet import CLUSTER_KEY, Fleet
@@ -222,9 +222,17 @@ async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) 
                                                        and await allow("list", res, ns, None))):
         return None
     row = ev.object
-    if ev.type != "DELETED" and not (await allow("list", PODS, namespace, None)
-                                     or (namespace is None and ns and await allow("list", PODS, ns, None))):
-        row = dict(row, pods=dict(row["pods"], ready=None))
+    if ev.type == "DELETED":
+        return row
+
+    async def may_list(res: Resource) -> bool:
+        return await allow("list", res, namespace, None) or bool(namespace is None and ns
+                                                                 and await allow("list", res, ns, None))
+
+    if not await may_list(PODS):  # as a list shows it: ready counts and reasons need pods (and Events)
+        row = dict(row, pods=dict(row["pods"], ready=None), reason=None)
+    elif row.get("reason") and not await may_list(EVENTS):
+        row = dict(row, reason=None)
     return row
 
 

@@ -57,6 +57,15 @@ def service(apiserver: ApiServer) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
+def direct(apiserver: ApiServer) -> Iterator[Server]:
+    """The same service reading the API server on every request (--cache false)."""
+    s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS, "--auth", "none",
+               "--cache", "false")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
 def secured(apiserver: ApiServer) -> Iterator[Server]:
     """The service with --auth kubernetes: callers need a token and RBAC rights."""
     s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS,

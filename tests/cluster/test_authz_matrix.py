@@ -6,7 +6,7 @@ with real RBAC:
 
 * no token;
 * bob: a valid token with no rights;
-* dana: rights in one namespace only (get/list JobSets and pods in `authz`);
+* dana: rights in one namespace only (get/list JobSets, pods and events in `authz`);
 * admin: system:masters.
 
 ...on the live model (`secured`, the suite's --auth kubernetes service) and on direct reads
@@ -62,7 +62,8 @@ def world(kubectl: Kubectl) -> None:
         kubectl.ensure_namespace(ns)
     _jobset_with_pods(kubectl, NS, "guarded")
     _jobset_with_pods(kubectl, OTHER, "hidden")
-    for doc in reader_rbac("dana", NS, [("jobset.x-k8s.io", "jobsets")]):
+    # what a namespace's readers usually get (the `view` role lists Events too: the diagnosis reads them)
+    for doc in reader_rbac("dana", NS, [("jobset.x-k8s.io", "jobsets"), ("", "events")]):
         kubectl.apply(doc)
 
 

@@ -3,7 +3,6 @@ nothing, follow changes incrementally, and survive kinds coming and going."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,15 +19,6 @@ from .util import BATCHTASK_DEF, definition_text, eventually
 
 NS = "model-a"
 NS2 = "model-b"
-
-
-@pytest.fixture(scope="module")
-def direct(apiserver: ApiServer) -> Iterator[Server]:
-    """The same service reading the API server on every request (--cache false)."""
-    s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS, "--auth", "none",
-               "--cache", "false")
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="module")

@@ -170,6 +170,7 @@ REVIEWS = {("authentication.k8s.io", "tokenreviews", "create"),
            ("authorization.k8s.io", "subjectaccessreviews", "create")}
 KARTAS = {("run.ai", "kartas", v) for v in ("get", "list", "watch")}
 CRDS = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("get", "list", "watch")}
+EVENTS = {("", "events", v) for v in ("get", "list", "watch")}  # the diagnosis reads Warning Events
 
 
 # -- lint, schema, render (no cluster) -------------------------------------------------------
@@ -268,7 +269,7 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     objs = objects(render())
     role = named(objs, "ClusterRole", FULLNAME)
     rules = role["rules"]
-    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | REVIEWS
+    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | REVIEWS | EVENTS
     for rule in rules:
         assert "*" not in rule.get("apiGroups", []) + rule["resources"] + rule["verbs"]
         assert "secrets" not in rule["resources"] and not rule.get("nonResourceURLs")
@@ -390,9 +391,9 @@ def test_full_values_render() -> None:
     assert reader["subjects"] == [PROMETHEUS_SA]
 
     # auth none: no token or access reviews; no Karta resources: no kartas; no cache: no CRDs; the
-    # extra rule is there
+    # extra rule is there; Events are read either way (the diagnosis)
     rules = named(objs, "ClusterRole", "wlmap-full-workload-map")["rules"]
-    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE])
+    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS
     assert all("*" not in r["resources"] and "secrets" not in r["resources"] for r in rules)
 
 
@@ -569,7 +570,7 @@ def test_crd_watch_rule_follows_the_cache() -> None:
     """The model (config.cache) watches CustomResourceDefinitions; direct reads do not need it."""
     assert CRDS <= rule_set(named(objects(render()), "ClusterRole", FULLNAME)["rules"])
     off = rule_set(named(objects(render({"config": {"cache": False}})), "ClusterRole", FULLNAME)["rules"])
-    assert not CRDS & off and off == catalog_rule_set() | KARTAS | REVIEWS
+    assert not CRDS & off and off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS
 
 
 def test_workload_metrics_reader_clusterrole() -> None:
