@@ -452,6 +452,28 @@ def _live_tree(result: dict[str, Any], pod_limit: int | None = None, component_l
                   component_limit, "components")
 
 
+def diagnosis_lines(entries: list[dict[str, Any]] | None) -> list[str]:
+    """Why it is not (fully) running, most severe first: one line per reason, then its message
+    (as kubectl describe prints a pod's Events)."""
+    if not entries:
+        return []
+    out = ["", "Why it is not running:"]
+    for e in entries:
+        where = e.get("component") or ""
+        if e.get("instances"):
+            where += f" [{', '.join(e['instances'])}]"
+        facts = [where.strip()] if where.strip() else []
+        if e.get("pods"):
+            facts.append(f"{e['pods']} pod{'s' if e['pods'] != 1 else ''}")
+        if e.get("insufficient"):
+            facts.append("short of " + ", ".join(e["insufficient"]))
+        if e.get("since"):
+            facts.append(f"for {age(e['since'])}")
+        out.append(f"  {e['severity'].capitalize():<8} {e['reason']}" + (f"   ({'; '.join(facts)})" if facts else ""))
+        out.append(f"           {e['message']}")
+    return out
+
+
 def describe_lines(result: dict[str, Any], created: str | None = None, pod_limit: int | None = None,
                    component_limit: int | None = None) -> list[str]:
     """Header, the live tree, phase, resources table (see `_live_tree` for the limits)."""
@@ -475,6 +497,7 @@ def describe_lines(result: dict[str, Any], created: str | None = None, pod_limit
     out += ["", phase] + render.gang_lines(result.get("gang", {}))
     if live.get("unplaced"):
         out.append(f"Not placed on a component: {', '.join(live['unplaced'])}")
+    out += diagnosis_lines(result.get("diagnosis"))
     out += ["", "Resources:"] + render._table(resource_rows(result, component_limit))
     return out + render.error_lines(result)
 

@@ -596,3 +596,17 @@ def test_definitions_list_with_a_kubeconfig_shows_cluster_definitions(kubectl: K
     closed = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
     r = wlmap("definitions", "list", kubeconfig=closed)
     assert r.returncode == 1 and r.stdout == "" and "reach the API server" in r.stderr, r.stderr
+
+
+def test_describe_and_get_wide_say_why_it_is_not_running(jobset: dict[str, Any], admin: Path) -> None:
+    """The JobSet runs 5 of 7 pods: one evaluator pod is short of GPUs (the scheduler's message),
+    the other missing pod was never created.  describe explains it; get -o wide names the reason."""
+    r = wlmap("describe", "jobset/llm-pretrain", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    why = lines[lines.index("Why it is not running:") + 1:lines.index("Resources:") - 1]
+    assert re.match(r"^  Error    Unschedulable   \(replicated-job \[evaluator\]; 1 pod; short of nvidia.com/gpu", why[0]), why
+    assert why[1].strip() == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    r = wlmap("get", "jobset", "-n", NS, "-o", "wide", kubeconfig=admin)
+    head, *rows = r.stdout.splitlines()
+    assert [row.split()[-1] for row in rows if row.startswith("llm-pretrain ")] == ["Unschedulable"], r.stdout
