@@ -459,3 +459,38 @@ def test_without_streams_the_pages_say_so_and_refresh_still_works(apiserver: Any
     page.goto(f"{bare.url}/ui/")
     expect(page.locator("#no-cluster")).to_be_visible()
     assert traffic.streams() == []
+
+
+def test_workload_page_banner_says_why_and_follows(service: Server, live: dict[str, Any], kubectl: Kubectl,
+                                                   page: Any) -> None:
+    """The banner names what the pods and Events say: the scheduler's message for the pod short of
+    GPUs; a container starting to crash-loop appears in it through the stream, and goes again."""
+    from ..cluster.diagnosis_cases import crash_loop
+
+    traffic = Traffic(page)
+    path = f"/workloads/{NS}/live-train"
+    page.goto(f"{service.url}/ui{path}?kind=JobSet")
+    banner = page.locator("#diagnosis")
+    expect(banner).to_be_visible()
+    expect(banner.locator("h2")).to_have_text("Why it is not running")
+    first = banner.locator("li.diagnosis-entry").first
+    expect(first).to_have_attribute("data-reason", "Unschedulable")
+    expect(first).to_contain_text("replicated-job [trainer] · 1 pod · short of nvidia.com/gpu")
+    expect(first.locator(".diagnosis-message")).to_have_text("0/4 nodes are available: 4 Insufficient nvidia.com/gpu.")
+    expect(banner.locator('li[data-reason="CrashLoopBackOff"]')).to_have_count(0)
+    expect_live(page)
+    try:
+        kubectl.set_status(pod_ref(TRAINER), crash_loop("c"))
+        loop = banner.locator('li[data-reason="CrashLoopBackOff"]')
+        expect(loop).to_be_visible(timeout=BOUND_MS * 2)
+        expect(loop).to_contain_text("container c keeps exiting (last: Error with code 1, restarted 7 times)")
+    finally:  # the kubelet's next status: the container runs again
+        kubectl.set_status(pod_ref(TRAINER), dict(running("n"), containerStatuses=[
+            {"name": "c", "ready": True, "restartCount": 7, "image": "x", "imageID": "",
+             "state": {"running": {"startedAt": "2026-12-01T10:06:00Z"}}, "lastState": {}}]))
+    expect(banner.locator('li[data-reason="CrashLoopBackOff"]')).to_have_count(0, timeout=BOUND_MS * 2)
+    assert len(traffic.reads(path)) == 1  # the stream carried both changes
+
+    page.goto(f"{service.url}/ui/workloads/{NS}/live-shell")  # running, every pod ready: no banner
+    expect(page.locator("#head-phase .chip")).to_have_text("Running")
+    expect(page.locator("#diagnosis")).to_have_count(0)

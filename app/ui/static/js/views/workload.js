@@ -5,7 +5,7 @@
 // the answer comes from.
 
 import { api, failure } from "../api.js";
-import { h, keepPlace, listHref, phaseChip, put, setTitle, ui } from "../dom.js";
+import { age, h, keepPlace, listHref, phaseChip, plural, put, setTitle, ui } from "../dom.js";
 import { definitionLine, resultSections } from "../details.js";
 import { liveIndicator } from "../live.js";
 import { openStream } from "../stream.js";
@@ -44,6 +44,7 @@ export function renderWorkload(view, namespace, name, cluster = "") {
   const refresh = h("button", { type: "button", class: "secondary", id: "refresh" }, "Refresh");
   const tools = h("div", { class: "head-tools" }, live.el, refresh);
   const gone = h("div", { id: "gone" });
+  const why = h("div", { id: "why" });
   const body = h("div", { id: "workload-body" }, h("div", { class: "loading" }, "Loading…"));
   const crumbs = h("div", { class: "crumbs" });
   const drawCrumbs = () => put(crumbs, h("a", { href: ui("/") }, "Workloads"), " › ",
@@ -58,6 +59,7 @@ export function renderWorkload(view, namespace, name, cluster = "") {
         sub),
       tools),
     gone,
+    why,
     body);
 
   let shown = null; // the JSON of what is on screen (a stream event that repeats it changes nothing)
@@ -79,6 +81,7 @@ export function renderWorkload(view, namespace, name, cluster = "") {
     }
     setTitle(`${w.kind} ${namespace}/${name}`, at && `cluster ${at}`);
     put(phase, phaseChip(result.status?.phase, true));
+    put(why, diagnosisBanner(result.diagnosis));
     put(sub, at ? h("span", { class: "tag cluster-tag", id: "workload-cluster", title: "The cluster it runs in" },
       "cluster ", h("strong", {}, at)) : null,
     h("span", {}, h("strong", {}, w.kind), " ", h("span", { class: "faint" }, w.apiVersion)),
@@ -178,6 +181,28 @@ export function renderWorkload(view, namespace, name, cluster = "") {
   refresh.addEventListener("click", load);
   load();
   return dispose;
+}
+
+/** Why the workload is not (fully) running: one line per reason, most severe first, with the
+ * message the scheduler, kubelet or controller wrote (none: no banner). */
+export function diagnosisBanner(entries) {
+  if (!entries || !entries.length) return null;
+  const worst = entries[0].severity === "error" ? "error" : "warn";
+  return h("div", { class: `notice ${worst} diagnosis`, id: "diagnosis", role: "status" },
+    h("h2", {}, "Why it is not running"),
+    h("ul", {}, entries.map((e) => {
+      const where = [e.component, e.instances?.length ? `[${e.instances.join(", ")}]` : null].filter(Boolean).join(" ");
+      const facts = [
+        where || null,
+        e.pods ? plural(e.pods, "pod") : null,
+        e.insufficient?.length ? `short of ${e.insufficient.join(", ")}` : null,
+        e.since ? `for ${age(e.since)}` : null,
+      ].filter(Boolean);
+      return h("li", { class: `diagnosis-entry ${e.severity}`, "data-reason": e.reason },
+        h("strong", { class: "diagnosis-reason" }, e.reason),
+        facts.length ? h("span", { class: "faint" }, " · ", facts.join(" · ")) : null,
+        h("div", { class: "diagnosis-message" }, e.message));
+    })));
 }
 
 function withoutFreshness(result) {
