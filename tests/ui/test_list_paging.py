@@ -124,7 +124,8 @@ def read_done(page: Any) -> None:
 
 # -- filters --------------------------------------------------------------------------------
 
-def test_filters_are_applied_by_the_server_and_kept_in_the_url(service: Server, paging: Any, page: Any) -> None:
+def test_filters_are_applied_by_the_server_and_kept_in_the_url(service: Server, paging: Any, page: Any,
+                                                                shots: Any) -> None:
     seen = Requests(page)
     page.goto(f"{service.url}/ui/?namespace={NS}")
     expect(page.locator("#workloads tr.workload-row")).to_have_count(ALL)
@@ -151,6 +152,7 @@ def test_filters_are_applied_by_the_server_and_kept_in_the_url(service: Server, 
     assert stream["minGpus"] == ["2"] and stream.get("resumeFrom")
     for name in ("pg-d", "pg-f", "pg-g"):
         expect(page.locator(f'tr.workload-row[data-name="{name}"] td.phase .chip')).to_have_text("Running")
+    shots(page, "ui-list-filtered")
 
     # the page URL says it all: shareable, and Back returns to the query before
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)
@@ -307,7 +309,7 @@ def extra(kubectl: Kubectl, service: Server) -> Iterator[list[str]]:
 
 def test_the_stream_updates_page_one_in_order_and_tells_a_later_page(service: Server, paging: Any,
                                                                     kubectl: Kubectl, page: Any,
-                                                                    extra: list[str]) -> None:
+                                                                    extra: list[str], shots: Any) -> None:
     seen = Requests(page)
     page.goto(f"{service.url}/ui/?namespace={NS}&sort=-gpus&limit=3")
     first = names(api(service, sort="-gpus", limit=3))
@@ -343,6 +345,7 @@ def test_the_stream_updates_page_one_in_order_and_tells_a_later_page(service: Se
     create("pg-mid", 3)  # between pg-d (4) and pg-b/pg-g (2): page 2's range
     expect(page.locator("#list-changed")).to_be_visible()
     assert "pg-mid" not in rows(page)
+    shots(page, "ui-list-page-2-changed")
     page.click("#reread")
     expect(page.locator('tr.workload-row[data-name="pg-mid"]')).to_have_count(1)
     expect(page.locator("#list-changed")).to_be_hidden()
