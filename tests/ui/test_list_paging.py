@@ -217,6 +217,24 @@ def test_sorting_by_gpus_is_done_by_the_server(service: Server, paging: Any, pag
     expect(page.locator("th.col-ready")).not_to_have_class("sortable")
 
 
+def test_the_page_orders_rows_as_the_server_does(service: Server, paging: Any, page: Any) -> None:
+    """Where page 1 inserts a row the stream brings (app/ui/static/js/order.js) is where the
+    server's sort puts it (app/cluster/listing.py): every sort, ties on GPUs and on age included."""
+    rows_ = api(service)["items"]
+    rows_.append({**rows_[0], "workload": {**rows_[0]["workload"], "name": "zz-unknown"}, "gpus": None,
+                  "createdAt": None, "phase": None})  # unknown values: last either way
+    page.goto(f"{service.url}/ui/interpret")
+    for sort in ("namespace", "name", "gpus", "-gpus", "age", "-age", "phase", "-phase"):
+        server = names(api(service, sort=sort))
+        browser = page.evaluate("""async ([sort, rows]) => {
+            const { compareRows } = await import("/ui/static/js/order.js");
+            return [...rows].reverse().sort((a, b) => compareRows(sort, a, b)).map(r => r.workload.name); }""",
+                                [sort, rows_])
+        assert [n for n in browser if n != "zz-unknown"] == server, sort
+        if sort != "name":  # (by name, "zz-unknown" sorts last anyway)
+            assert browser[-1] == "zz-unknown", sort
+
+
 def test_paging_forward_and_back_sees_every_row_once(service: Server, paging: Any, page: Any) -> None:
     seen = Requests(page)
     everything = every_page(service, sort="-gpus")

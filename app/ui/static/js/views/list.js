@@ -194,6 +194,12 @@ export function renderList(view) {
   function closePicker(e) { // the phase menu closes on a click elsewhere, as a select does
     if (phasePicker.open && !phasePicker.contains(e.target)) phasePicker.open = false;
   }
+  phasePicker.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && phasePicker.open) {
+      phasePicker.open = false;
+      phaseSummary.focus();
+    }
+  });
 
   // -- state <-> URL ---------------------------------------------------------------------
   function urlOf() {
