@@ -234,6 +234,8 @@ export function renderList(view) {
     phaseSummary.textContent = state.phases.length ? state.phases.join(", ") : "All phases";
     pageSize.value = String(state.limit);
     renderKinds();
+    renderClusters();
+    clusterSelect.value = state.cluster;
   }
 
   function rememberNamespaces(items) {
@@ -643,6 +645,7 @@ export function renderList(view) {
       state.items = [];
       if (fieldProblem(err)) { // the page stays; the field says what the server objects to
         clear(notices);
+        body.classList.remove("hidden");
         stats.classList.add("hidden");
         shown.clear();
         pager.classList.add("hidden");
