@@ -645,6 +645,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if watch:
                     return await streams.list_stream(request, streams.need_model(member.model), namespace or None,
                                                      kind, allow, query)
+                # taken before the read: a stream resumed from it replays any change the read
+                # may already hold (harmless: events carry whole rows), and misses none
+                resume = member.model.events.token() if member.model is not None else None
                 result = await service.reader(member, kind, None, namespace or None).summaries(
                     namespace or None, kind, allow=allow)
             except LookupFailed as e:
@@ -657,13 +660,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                                        namespace or None, kind,
                                                        lambda m: service.auth.rights(state, m),
                                                        service.auth.enabled, query)
+            fleet = service.need_cluster("live workloads").fleet
+            resume = fleet.events.token() if all(m.model is not None for m in fleet.members.values()) else None
             result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
                                                        lambda m: service.auth.rights(state, m),
                                                        lambda m: service.reader(m, kind, None, namespace or None))
+        meta = {"resumeFrom": resume} if resume else {}
         if query is not None:
             result["items"], token = query.apply(result["items"])
             if token:
-                result = {"metadata": {"continue": token}, **result}
+                meta["continue"] = token
+        if meta:
+            result = {"metadata": meta, **result}
         state["items"] = len(result["items"])
         return _dumps(result)
 

@@ -422,6 +422,9 @@ class ListMetadata(_M):
 
     continue_: str | None = Field(None, alias="continue", description="give it as `continue` for the next page; "
                                                                       "absent on the last page")
+    resumeFrom: str | None = Field(None, description="the list stream's resume token as of this read: "
+                                   "`?watch=true` with it (Last-Event-ID or resumeFrom) and the same filters "
+                                   "sends only what changed since, not every row again (absent without streams)")
 
 
 class WorkloadSummary(_M):

@@ -50,6 +50,10 @@ def _model(s: Server) -> dict[str, Any]:
 def _strip(doc: Any) -> Any:
     doc = dict(doc)
     doc.pop("freshness", None)
+    if "resumeFrom" in (doc.get("metadata") or {}):  # the model's stream token: a direct read has no stream
+        meta = {k: v for k, v in doc.pop("metadata").items() if k != "resumeFrom"}
+        if meta:
+            doc["metadata"] = meta
     if isinstance(doc.get("gang"), dict) and doc["gang"].get("pods"):
         doc["gang"] = dict(doc["gang"], pods=sorted(doc["gang"]["pods"], key=lambda p: p["pod"]))
     return doc

@@ -12,6 +12,11 @@
 // is dropped and the stream opened afresh, which delivers a new snapshot.  400
 // `streams-need-the-model` and 501 mean this service has no streams: "off", for good.
 // 401/403: "paused" until the page is loaded again (with a token).
+//
+// `resumeFrom`: a token the caller read with its list (`metadata.resumeFrom`): the first open
+// continues from there (`?resumeFrom=`), so it brings only what changed since, never every row.
+// `onStale()`: instead of starting over with a snapshot when a token cannot be resumed, the
+// caller is told (it reads its page again, with a fresh token).
 
 import { ApiError, authHeaders, problemFrom } from "./api.js";
 import { BASE } from "./dom.js";
@@ -28,9 +33,10 @@ class Ended extends Error {}
  * every event, bookmarks included, is where a reconnection resumes from.
  * Returns {close()}; after close() no callback runs any more.
  */
-export function openStream(path, { onSnapshot, onEvent, onStatus, onError } = {}) {
-  const url = BASE + path + (path.includes("?") ? "&" : "?") + "watch=true";
-  let lastId = null;
+export function openStream(path, { onSnapshot, onEvent, onStatus, onError, resumeFrom = null, onStale } = {}) {
+  const plain = BASE + path + (path.includes("?") ? "&" : "?") + "watch=true";
+  let url = resumeFrom ? plain + "&resumeFrom=" + encodeURIComponent(resumeFrom) : plain;
+  let lastId = null; // (once set, its Last-Event-ID header wins over the URL's resumeFrom)
   let attempt = 0;
   let closed = false;
   let controller = null;
@@ -62,8 +68,8 @@ export function openStream(path, { onSnapshot, onEvent, onStatus, onError } = {}
     controller = new AbortController();
     const mine = controller;
     const headers = { Accept: "application/json", ...authHeaders() };
-    const resuming = lastId !== null;
-    if (resuming) headers["Last-Event-ID"] = lastId;
+    const resuming = lastId !== null || url !== plain;
+    if (lastId !== null) headers["Last-Event-ID"] = lastId;
     if (state === null) status("connecting");
     let resp;
     try {
@@ -93,6 +99,12 @@ export function openStream(path, { onSnapshot, onEvent, onStatus, onError } = {}
       stop();
     } else if (resuming && (err.status === 410 || (err.status === 400 && type.endsWith("resume-token")))) {
       lastId = null; // the service cannot continue from there: start over, from a fresh state
+      url = plain;
+      if (onStale) {
+        stop();
+        onStale();
+        return;
+      }
       connect(); // (without a token there is nothing to refuse: no loop)
     } else if (err.status === 401 || err.status === 403) {
       status("paused", err.status === 401 ? "the API needs a (valid) token: use Refresh" : "the API refused: " + err.message);

@@ -1,5 +1,6 @@
 // /ui/fleet — every cluster the service reads: its server and version, whether it answers and has
-// synced (else its last error), its workloads and the GPUs they request, by phase.  After the
+// synced (else its last error), its workloads and the GPUs they request, by phase, and every
+// accelerator resource they request (MIG slices, other vendors' devices).  After the
 // first answer the page follows the stream of the clusters (`GET /clusters?watch=true`), so a
 // cluster that goes down, comes back or whose counts change is redrawn in place, without Refresh.
 
@@ -65,6 +66,7 @@ function card(c, scale) {
         h("div", {}, h("div", { class: "label" }, "Workloads"), h("div", { class: "value c-workloads" }, fmt(c.workloads))),
         h("div", {}, h("div", { class: "label" }, "GPUs requested"), h("div", { class: "value c-gpus" }, fmt(c.gpus))),
         st === "unavailable" ? h("div", { class: "faint last-seen" }, "as last seen") : null),
+      accelerators(c),
       stack,
       phases.length
         ? h("table", { class: "phases" },
@@ -74,6 +76,15 @@ function card(c, scale) {
             h("td", { class: "num p-workloads" }, fmt(v.workloads)),
             h("td", { class: "num p-gpus" }, fmt(v.gpus))))))
         : h("p", { class: "faint no-workloads" }, "No workloads.")));
+}
+
+/** What the GPUs count leaves out or lumps together: every accelerator resource, by name
+ * (`8 × nvidia.com/mig-1g.10gb`, `16 × amd.com/gpu`). */
+function accelerators(c) {
+  const acc = Object.entries(c.accelerators || {}).filter(([, n]) => n > 0).sort(([a], [b]) => (a < b ? -1 : 1));
+  if (!acc.length) return null;
+  return h("ul", { class: "c-accelerators", "aria-label": "Accelerators requested" },
+    acc.map(([name, n]) => h("li", { dataset: { resource: name } }, `${n} × ${name}`)));
 }
 
 export function renderFleet(view) {
