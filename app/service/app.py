@@ -62,6 +62,8 @@ from .models import (
     LiveInterpretation,
     ModelStatus,
     Problem,
+    UpdateRequest,
+    UpdateResponse,
     ValidationResponse,
     WatchEvent,
     WorkloadList,
@@ -78,6 +80,7 @@ from .problems import (
 )
 from .settings import Settings, auth_mode, fleet_mode
 from .shutdown import stop_on_signal
+from .updates import update_doc
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
@@ -118,6 +121,18 @@ def list_query(phase: str | None, label_selector: str | None, min_gpus: int | No
                            continue_=continue_, scope=scope)
     except QueryError as e:
         raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
+
+
+def envelope(model: Any, doc: Any, expected: str) -> Any:
+    """A request envelope checked against its model (422 naming each field that does not fit)."""
+    if not isinstance(doc, dict):
+        raise ProblemError(422, "invalid-request", "Invalid request", expected)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as e:
+        raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
+                           [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
+                            for err in e.errors()]) from None
 
 
 def _is_manifest(doc: Any) -> bool:
@@ -206,16 +221,24 @@ class Service:
         if _is_manifest(doc):
             env = InterpretRequest(object=doc)
         else:
-            if not isinstance(doc, dict):
-                raise ProblemError(422, "invalid-request", "Invalid request",
-                                   "expected a manifest or an object {\"object\": ..., \"definition\"?, \"pods\"?}")
-            try:
-                env = InterpretRequest.model_validate(doc)
-            except ValidationError as e:
-                raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
-                                   [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
-                                    for err in e.errors()]) from None
+            env = envelope(InterpretRequest, doc, "expected a manifest or an object {\"object\": ..., \"definition\"?, "
+                                                  "\"pods\"?}")
         self.bound_pods(len(env.pods or ()))
+        obj, d = await self.subject(env, request_state)
+        pods = env.pods
+        if pods is not None and not all(isinstance(p, dict) for p in pods):
+            raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
+        result = await self.evaluate(d, obj, pods)
+        request_state["phase"] = phase_of(result)
+        if "freshness" in request_state:
+            result["freshness"] = request_state.pop("freshness")
+        if "cluster" in request_state:
+            result = {"cluster": request_state.pop("cluster"), **result}
+        return result
+
+    async def subject(self, env: Any, request_state: dict[str, Any]) -> tuple[dict[str, Any], Definition]:
+        """The object of an envelope (sent, or read with the caller's rights by `ref`) and the
+        definition to read it with (inline, or the registry's)."""
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
@@ -229,16 +252,7 @@ class Service:
             raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
         d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
         request_state["definition"] = d.name
-        pods = env.pods
-        if pods is not None and not all(isinstance(p, dict) for p in pods):
-            raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
-        result = await self.evaluate(d, obj, pods)
-        request_state["phase"] = phase_of(result)
-        if "freshness" in request_state:
-            result["freshness"] = request_state.pop("freshness")
-        if "cluster" in request_state:
-            result = {"cluster": request_state.pop("cluster"), **result}
-        return result
+        return obj, d
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         label = metric_label(d)
@@ -479,6 +493,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
         return _dumps(await service.interpret_body(await request.body(), _media_type(request),
                                                    request.scope["state"]))
+
+    @app.post("/interpret/update", operation_id="interpretUpdate", response_model=UpdateResponse, responses=PROBLEMS,
+              tags=["interpret"], summary="Write labels, a scheduler, tolerations... into every pod of a workload")
+    async def update_endpoint(req: UpdateRequest, request: Request) -> Response:
+        """Rewrites the object through its definition's pod paths and returns it with the RFC 6902
+        patch that makes it; nothing is applied.  `ref` reads the object with the caller's rights."""
+        return _dumps(await update_doc(service, req.model_dump(by_alias=True, exclude_none=True),
+                                       request.scope["state"]))
 
     @app.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
               summary="Interpret many workloads; one bad item never fails the others")

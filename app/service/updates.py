@@ -1,0 +1,45 @@
+"""`POST /interpret/update`: a workload with labels, a scheduler, tolerations... written into every
+pod of its chosen components, and the JSON patch that makes it (app/engine/update.py).
+
+The object comes as `POST /interpret` takes it (sent, or read by `ref` with the caller's
+rights), and is interpreted before and after the rewrite (through the evaluator: a definition
+that is not built in runs in a worker, under the deadline).  A rewrite whose interpretation
+differs from the original's other than by the set fields is refused: nothing is returned that
+would not read back.  Nothing is applied to the cluster here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.update import UpdateError, read_back_problems, rewrite
+from .models import UpdateRequest
+from .problems import ProblemError
+
+MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
+
+
+async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> dict[str, Any]:
+    from .app import envelope  # the app module imports this one
+
+    env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
+                                       "\"components\"?}")
+    set_ = env.set_.model_dump(exclude_none=True)
+    obj, d = await service.subject(env, request_state)
+    before = await service.evaluate(d, obj, None)
+    try:
+        rw = rewrite(d, obj, set_, env.components)
+    except UpdateError as e:
+        raise ProblemError(422, "update-refused", "Update refused", e.message, [e.as_error()]) from None
+    after = await service.evaluate(d, rw.object, None)
+    moved = read_back_problems(before, after, set_, rw)
+    if moved:
+        raise ProblemError(
+            422, "update-does-not-read-back", "Update does not read back",
+            "the rewritten object would not read back as set (nothing was written): its interpretation also "
+            f"changes at {', '.join(moved[:MAX_NAMED])}" + (f" and {len(moved) - MAX_NAMED} more"
+                                                            if len(moved) > MAX_NAMED else "")
+            + "; a location shared with another component? name them all in \"components\"",
+            [{"path": p, "message": "differs after the rewrite"} for p in moved])
+    return {"object": rw.object, "patch": rw.patch, "changed": rw.changed, "components": rw.components,
+            "writes": rw.writes, "definition": before["definition"]}
