@@ -24,7 +24,7 @@ from ..engine.interpret import InterpretationError
 from ..karta.load import Definition, NotAKarta, definitions_from_text
 from ..karta.registry import AmbiguousDefinition, Registry
 from ..problem import problem_body
-from . import listing, render
+from . import listing, render, update
 from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
@@ -347,6 +347,8 @@ def parser() -> argparse.ArgumentParser:
                    help="time limit of one evaluation with a definition that is not built in (default 10, as the "
                         "reference runner)")
     i.set_defaults(func=cmd_interpret)
+
+    update.add_parser(sub, common)
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")
     dsub = d.add_subparsers(dest="action", required=True)
