@@ -21,7 +21,8 @@ anything is written, and any refusal leaves the object as it was.  The caller th
 the result and checks it with `read_back_problems`: the interpretation must be the original's
 except the set fields of the chosen components' pods (a shared `//` fallback written for one
 component and read by another is caught there).  `make_patch` gives the RFC 6902 operations that
-turn the original into the rewritten object.
+turn the original into the rewritten object, led by a `test` of the object's resourceVersion
+when it has one (the patch then applies only to the version it was made from).
 """
 
 from __future__ import annotations
@@ -346,7 +347,13 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
                 out = new
         writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),
                        "expression": t.expression, "path": pointer(loc), "changed": changed})
-    return Rewrite(out, make_patch(obj, out), writes, [c.name or "" for c in chosen])
+    patch = make_patch(obj, out)
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    if patch and isinstance(rv, str) and rv:
+        # The ops index lists as they were read: applied to a newer version they could land
+        # elsewhere, so the patch holds only against the version it was made from.
+        patch.insert(0, {"op": "test", "path": "/metadata/resourceVersion", "value": rv})
+    return Rewrite(out, patch, writes, [c.name or "" for c in chosen])
 
 
 # -- JSON patch ----------------------------------------------------------------------------

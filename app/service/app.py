@@ -236,14 +236,15 @@ class Service:
             result = {"cluster": request_state.pop("cluster"), **result}
         return result
 
-    async def subject(self, env: Any, request_state: dict[str, Any]) -> tuple[dict[str, Any], Definition]:
-        """The object of an envelope (sent, or read with the caller's rights by `ref`) and the
-        definition to read it with (inline, or the registry's)."""
+    async def subject(self, env: Any, request_state: dict[str, Any], whole: bool = False
+                      ) -> tuple[dict[str, Any], Definition]:
+        """The object of an envelope (sent, or read with the caller's rights by `ref`; `whole`:
+        as the API server holds it) and the definition to read it with (inline, or the registry's)."""
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
                 raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
-            obj = await self.fetch_ref(env.ref.model_dump(), request_state)
+            obj = await self.fetch_ref(env.ref.model_dump(), request_state, whole)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
         meta = obj.get("metadata")
@@ -289,11 +290,12 @@ class Service:
         return self.cluster
 
     def reader(self, member: Member, kind: str | None = None, api_version: str | None = None,
-               namespace: str | None = None) -> Reader:
+               namespace: str | None = None, whole: bool = False) -> Reader:
         """Where a read of `member` is answered from: its live model when it can answer this read
-        from memory, else the API server (while it answers).  The one place this is decided."""
+        from memory, else the API server (while it answers).  The one place this is decided.
+        `whole`: the object as stored (the model keeps only what definitions read): the API server."""
         model = member.model
-        if model is not None and self.store.ready() and model.answers(kind, api_version, namespace):
+        if not whole and model is not None and self.store.ready() and model.answers(kind, api_version, namespace):
             return model
         if member.workloads is not None and member.available:
             return member.workloads
@@ -335,7 +337,8 @@ class Service:
             raise self.explained(e, namespace, name, kind) from None
         return Response(body, media_type=JSON)
 
-    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any]) -> dict[str, Any]:
+    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False
+                        ) -> dict[str, Any]:
         self.need_cluster("object references")
         namespace = ref.get("namespace")
         if ref.get("cluster") is None and self.fleet_mode:  # the one cluster that has it
@@ -343,12 +346,12 @@ class Service:
                                                      ref["kind"], ref["apiVersion"],
                                                      lambda m: self.auth.rights(request_state, m),
                                                      lambda m: self.reader(m, ref["kind"], ref["apiVersion"],
-                                                                           namespace))
+                                                                           namespace, whole))
         else:
             member = self.member(ref.get("cluster"), "object references")
         allow = self.auth.rights(request_state, member)
         try:
-            obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace).object(
+            obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace, whole).object(
                 ref["apiVersion"], ref["kind"], namespace, ref["name"], allow=allow)
         except LookupFailed as e:
             raise self.explained(e, namespace or "", ref["name"], ref["kind"]) from None

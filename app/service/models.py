@@ -338,7 +338,8 @@ class UpdateRequest(BaseModel):
 
 
 class PatchOperation(_M):
-    op: str = Field(description="add | replace | remove (RFC 6902)")
+    op: str = Field(description="test (the resourceVersion the patch was made from) | add | replace | remove "
+                                "(RFC 6902)")
     path: str = Field(description="RFC 6901 JSON pointer")
     value: Any = None
 
@@ -354,6 +355,7 @@ class UpdateWrite(_M):
 
 
 class UpdateResponse(_M):
+    cluster: str | None = Field(None, description="the cluster the `ref` was read from (several clusters served)")
     object: dict[str, Any] = Field(description="the rewritten object")
     patch: list[PatchOperation] = Field(description="RFC 6902 operations that turn the object into the rewritten one")
     changed: int = Field(description="locations whose value changed")

@@ -2,7 +2,7 @@
 pod of its chosen components, and the JSON patch that makes it (app/engine/update.py).
 
 The object comes as `POST /interpret` takes it (sent, or read by `ref` with the caller's
-rights), and is interpreted before and after the rewrite (through the evaluator: a definition
+rights; from the API server, never the live model, which keeps only what definitions read), and is interpreted before and after the rewrite (through the evaluator: a definition
 that is not built in runs in a worker, under the deadline).  A rewrite whose interpretation
 differs from the original's other than by the set fields is refused: nothing is returned that
 would not read back.  Nothing is applied to the cluster here.
@@ -25,7 +25,9 @@ async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> d
     env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
                                        "\"components\"?}")
     set_ = env.set_.model_dump(exclude_none=True)
-    obj, d = await service.subject(env, request_state)
+    obj, d = await service.subject(env, request_state, whole=True)  # a rewrite of a projection would lose fields
+    request_state.pop("freshness", None)  # read from the API server just now
+    cluster = request_state.pop("cluster", None)
     before = await service.evaluate(d, obj, None)
     try:
         rw = rewrite(d, obj, set_, env.components)
@@ -41,5 +43,6 @@ async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> d
                                                             if len(moved) > MAX_NAMED else "")
             + "; a location shared with another component? name them all in \"components\"",
             [{"path": p, "message": "differs after the rewrite"} for p in moved])
-    return {"object": rw.object, "patch": rw.patch, "changed": rw.changed, "components": rw.components,
-            "writes": rw.writes, "definition": before["definition"]}
+    out = {"object": rw.object, "patch": rw.patch, "changed": rw.changed, "components": rw.components,
+           "writes": rw.writes, "definition": before["definition"]}
+    return {"cluster": cluster, **out} if cluster is not None else out

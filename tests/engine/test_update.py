@@ -258,3 +258,16 @@ def test_a_root_write_may_not_change_the_identity():
 
 def test_make_patch_escapes_pointers():
     assert make_patch({"a": {}}, {"a": {"x/y~z": "1"}}) == [{"op": "add", "path": "/a/x~1y~0z", "value": "1"}]
+
+
+def test_the_patch_holds_only_against_the_version_it_was_made_from():
+    d = _two_components(".spec.side")
+    obj = workload({"template": copy.deepcopy(POD)}, resourceVersion="41")
+    rw = rewrite(d, obj, {"labels": {"a": "b"}})
+    assert rw.patch[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "41"}
+    assert jsonpatch.apply_patch(copy.deepcopy(obj), rw.patch) == rw.object
+    newer = copy.deepcopy(obj)
+    newer["metadata"]["resourceVersion"] = "42"
+    with pytest.raises(jsonpatch.JsonPatchTestFailed):
+        jsonpatch.apply_patch(newer, rw.patch)
+    assert rewrite(d, rw.object, {"labels": {"a": "b"}}).patch == []  # nothing to change: no test either
