@@ -205,7 +205,7 @@ def _no_path(component: str, f: str, which: str) -> UpdateError:
 # -- merging one location ------------------------------------------------------------------
 
 def _kind(v: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string"}.get(type(v), "a " + type(v).__name__)
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(v), "a number")
 
 
 def _as(v: Any, t: type, what: str) -> Any:
@@ -280,9 +280,12 @@ def pointer(loc: Location) -> str:
 
 def _get(obj: Any, loc: Location) -> Any:
     for k in loc:
-        if obj is None:
+        if isinstance(k, str) and isinstance(obj, dict):
+            obj = obj.get(k)
+        elif isinstance(k, int) and isinstance(obj, list):
+            obj = obj[k] if k < len(obj) else None
+        else:
             return None
-        obj = obj.get(k) if isinstance(k, str) else (obj[k] if k < len(obj) else None)
     return obj
 
 
@@ -348,7 +351,7 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
         writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),
                        "expression": t.expression, "path": pointer(loc), "changed": changed})
     patch = make_patch(obj, out)
-    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    rv = _get(obj, ("metadata", "resourceVersion"))
     if patch and isinstance(rv, str) and rv:
         # The ops index lists as they were read: applied to a newer version they could land
         # elsewhere, so the patch holds only against the version it was made from.

@@ -84,3 +84,17 @@ def test_update_entry_point_reads_stdin():
     assert r.returncode == 0, r.stderr
     body = json.loads(r.stdout)
     assert jsonpatch.apply_patch(copy.deepcopy(obj), body["patch"]) == body["object"]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: oops\nspec: {replicatedJobs: 3}\n",
+     "does not address writable locations"),
+    (("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: a}\n"
+      "spec: {replicatedJobs: [{name: x, template: {spec: {template: 5}}}]}\n"), "holds a number, not an object"),
+    ("- a\n", "declares no apiVersion and kind"),
+])
+def test_malformed_workloads_are_refused_cleanly(capsys, tmp_path, text, message):
+    f = tmp_path / "w.yaml"
+    f.write_text(text)
+    code, _, err = _run(capsys, "update", str(f), "--scheduler-name", "s")
+    assert code == 1 and message in err and "Traceback" not in err, err

@@ -71,6 +71,8 @@ def test_update_that_does_not_read_back_is_refused(client: httpx.Client):
     ({"object": JOBSET, "set": {"labels": {"$patch": "replace"}}}, 422, "set.labels"),
     ({"object": JOBSET, "set": {"tolerations": [{"key": "k", "effect": "Sometimes"}]}}, 422, "set.tolerations"),
     ({"object": {"kind": "JobSet"}, "set": {"labels": {"a": "b"}}}, 422, None),
+    ({"object": {**JOBSET, "spec": {"replicatedJobs": 3}}, "set": {"labels": {"a": "b"}}}, 422, "definition"),
+    ({"object": {**JOBSET, "metadata": "oops"}, "set": {"labels": {"a": "b"}}}, 422, None),
     ({"set": {"labels": {"a": "b"}}}, 422, None),
     ({"object": {**JOBSET, "apiVersion": "x.example/v1"}, "set": {"labels": {"a": "b"}}}, 404, None),
 ])
