@@ -14,9 +14,10 @@ One difference from `path(...)`: iterating a literal fallback that is empty (`(.
 when `.xs` is absent) resolves to no location, where jq raises; the reader sees no instance
 there either, so there is nothing to write.
 
-Conditions (`select`, `if`) run on the native evaluator, which is bounded by the input's size;
-regular expressions are refused there, so a definition sent in a request cannot make this
-process spin.  The number of values produced is bounded too (BUDGET).
+Conditions (`select`, `if`) and literals run on the native evaluator, restricted to navigation,
+comparison, logic and a few bounded builtins (no regular expressions, nothing that builds
+values), so a definition sent in a request cannot make this process spin or grow.  The number
+of values produced is bounded too (BUDGET).
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from .parser import parse
 Location = tuple  # of str (object key) | int (array index)
 MAX_LOCATIONS = 1000  # the reference runner's result cap: at most 999 outputs
 BUDGET = 100_000  # values the walk may produce in all before it gives up
-_REGEX = {"test", "match", "capture", "scan", "split", "splits", "sub", "gsub"}
+# What a condition (`select`, `if`) in a write path may use: navigation, comparison, logic and a
+# few bounded builtins.  Nothing that builds values (`+`, `reduce`, object construction) or
+# runs a regular expression: these run in the service process, for any definition.
+_CONDITION_KINDS = {"identity", "field", "index", "iterate", "optional", "paren", "null", "true", "false",
+                    "number", "string", "if", "call", "binop"}
+_CONDITION_OPS = {"|", ",", "//", "==", "!=", "<", "<=", ">", ">=", "and", "or"}
+_CONDITION_CALLS = {"not/0", "length/0", "type/0", "has/1", "startswith/1", "endswith/1", "select/1", "empty/0",
+                    "any/0", "all/0", "any/1", "all/1", "any/2", "all/2", "first/1", "IN/1", "IN/2"}
 
 
 class PathNotWritable(Exception):
@@ -68,8 +76,11 @@ class _Walk:
     def values(self, n: Node, v: Any) -> list[Any]:
         """The outputs of a non-path sub-expression (a condition, a literal) on `v`."""
         for sub in walk(n):
-            if sub.kind == "call" and sub.value in _REGEX:
-                raise self.refuse(f"`{sub.value}` is not evaluated in write paths")
+            what = f"{sub.value}/{len(sub.children)}" if sub.kind == "call" else sub.value
+            if sub.kind not in _CONDITION_KINDS or sub.kind == "call" and what not in _CONDITION_CALLS \
+                    or sub.kind == "binop" and sub.value not in _CONDITION_OPS:
+                shown = sub.value if sub.kind in ("call", "binop") else sub.kind
+                raise self.refuse(f"`{shown}` is not evaluated in write paths (`{self.src(sub)}`)")
         prog = _program(self.src(n))
         if prog is None:
             raise self.refuse(f"`{self.src(n)}` is outside what write paths may compute")
@@ -148,6 +159,8 @@ class _Walk:
                 return self.go(args[0], loc, v)[:1]
             if name == "empty" and not args:
                 return []
+        if k in ("array", "object") and not ch:  # the `[]` / `{}` of a fallback: `(.xs // [])[]`
+            return [(None, [] if k == "array" else {})]
         if k in ("null", "true", "false", "number", "string", "array", "object", "binop", "unary", "interp",
                  "call", "format"):
             return [(None, x) for x in self.values(n, v)]  # computed: fine if nothing is addressed through it

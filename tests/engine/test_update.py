@@ -110,8 +110,9 @@ def test_resolve_paths_rules():
     assert resolve_paths("(.spec.workers // [])[] | .template", obj) == []
     assert resolve_paths(".spec.missing // .spec.other", obj) == [("spec", "other")]
     for expr, why in [("(.spec.size // 1)", "computed value 1"), (".spec.jobs[-1]", "non-negative"),
-                      ("[.spec][0]", "computed value"), (".spec.jobs[1:]", "not a path"),
+                      ("[.spec][0]", "`array` is not evaluated"), (".spec.jobs[1:]", "not a path"),
                       ("select(.spec.x | test(\"a+\")) | .y", "`test` is not evaluated"),
+                      ("select(reduce .spec.jobs[] as $j ([1]; . + .) | length > 0) | .y", "`reduce` is not evaluated"),
                       (".spec.replicas.x", "a jq error"), ("..", "not a path"),
                       ("|".join(["(.,.)"] * 20), "values on the way")]:
         with pytest.raises(PathNotWritable) as e:
