@@ -20,6 +20,7 @@ import yaml
 
 from ..engine.update import UpdateError, read_back_problems, rewrite
 from .common import EXIT_FAIL, EXIT_OK, CliError, _dump_json, build_registry
+from .offline import evaluate, parse_file, resolve
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -90,19 +91,17 @@ def _set(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from .main import _evaluate, _parse, _resolve
-
     set_ = _set(args)
-    docs = [d for d in _parse(args.file) if d is not None]
+    docs = [d for d in parse_file(args.file) if d is not None]
     if len(docs) != 1:
         raise CliError(f"{args.file}: expected one workload, found {len(docs)} documents")
     obj = docs[0]
-    d = _resolve(obj, build_registry(args.definition))
+    d = resolve(obj, build_registry(args.definition))
     try:
         rw = rewrite(d, obj, set_, args.component)
     except UpdateError as e:
         raise CliError(e.message, EXIT_FAIL) from None
-    before, after = asyncio.run(_evaluate([(obj, d, None), (rw.object, d, None)], None, args.eval_deadline))
+    before, after = asyncio.run(evaluate([(obj, d, None), (rw.object, d, None)], None, args.eval_deadline))
     for out in (before, after):
         if isinstance(out, CliError):
             raise out

@@ -24,7 +24,6 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -70,6 +69,7 @@ from .models import (
 )
 from .problems import (
     ProblemError,
+    envelope,
     lookup_problem,
     on_http,
     on_problem,
@@ -121,18 +121,6 @@ def list_query(phase: str | None, label_selector: str | None, min_gpus: int | No
                            continue_=continue_, scope=scope)
     except QueryError as e:
         raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
-
-
-def envelope(model: Any, doc: Any, expected: str) -> Any:
-    """A request envelope checked against its model (422 naming each field that does not fit)."""
-    if not isinstance(doc, dict):
-        raise ProblemError(422, "invalid-request", "Invalid request", expected)
-    try:
-        return model.model_validate(doc)
-    except ValidationError as e:
-        raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
-                           [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
-                            for err in e.errors()]) from None
 
 
 def _is_manifest(doc: Any) -> bool:

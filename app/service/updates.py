@@ -14,14 +14,12 @@ from typing import Any
 
 from ..engine.update import UpdateError, read_back_problems, rewrite
 from .models import UpdateRequest
-from .problems import ProblemError
+from .problems import ProblemError, envelope
 
 MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
 
 
 async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> dict[str, Any]:
-    from .app import envelope  # the app module imports this one
-
     env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
                                        "\"components\"?}")
     set_ = env.set_.model_dump(exclude_none=True)
