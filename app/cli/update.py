@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..engine.update import UpdateError, read_back_problems, rewrite
+from ..engine.update import UpdateError, attempts, read_back_problems
 from .common import EXIT_FAIL, EXIT_OK, CliError, _dump_json, build_registry
 from .offline import evaluate, parse_file, resolve
 
@@ -98,14 +98,19 @@ def cmd_update(args: argparse.Namespace) -> int:
     obj = docs[0]
     d = resolve(obj, build_registry(args.definition))
     try:
-        rw = rewrite(d, obj, set_, args.component)
+        tries = list(attempts(d, obj, set_, args.component))
     except UpdateError as e:
         raise CliError(e.message, EXIT_FAIL) from None
-    before, after = asyncio.run(evaluate([(obj, d, None), (rw.object, d, None)], None, args.eval_deadline))
-    for out in (before, after):
+    results = asyncio.run(evaluate([(obj, d, None)] + [(rw.object, d, None) for rw in tries], None,
+                                   args.eval_deadline))
+    for out in results:
         if isinstance(out, CliError):
             raise out
-    moved = read_back_problems(before, after, set_, rw)  # type: ignore[arg-type]
+    before = results[0]
+    for rw, after in zip(tries, results[1:]):
+        moved = read_back_problems(before, after, set_, rw)  # type: ignore[arg-type]
+        if not moved:
+            break
     if moved:
         raise CliError("the rewritten object would not read back as set: its interpretation also changes at "
                        + ", ".join(moved[:5]) + "; a location shared with another component? name them all with "

@@ -11,9 +11,10 @@ locations (app/jqlang/writepaths.py), and every location gets a merge, not a rep
 * tolerations: those not already there (equal = the same object) appended.
 
 A pod template, pod spec or pod metadata location that holds nothing (a PyTorchJob without a
-Master), or a fragment whose parent object is absent (a Milvus without a queryNode section),
-is skipped: writing there would make a pod the workload does not have.  An absent fragment in
-an object that is there (`.spec.labels` of a spec without labels) is created.
+Master) is skipped: writing there would make a pod the workload does not have.  A fragment is
+created where it is absent, its parent objects too (`attempts`); when creating a parent makes
+a pod appear (a Milvus without a queryNode section), the rewrite is made again with such
+locations skipped.
 
 A fragmented component takes only the fields it has paths for; a field it has no path for is
 refused (`component <n> has no path for this fragment`).  Every location is resolved before
@@ -307,10 +308,24 @@ def _set(obj: dict[str, Any], loc: Location, value: Any) -> None:
     node[k] = value
 
 
-def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None) -> Rewrite:
+def attempts(d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None
+             ) -> Iterator[Rewrite]:
+    """The rewrites to try in turn, the first that reads back being the answer: fragments are
+    first created where their parent object is absent (a Dynamo service without
+    `extraPodMetadata`); if that made a pod appear (a Milvus without a `queryNode` section), such
+    locations are skipped instead."""
+    rw = rewrite(d, obj, set_, components)
+    yield rw
+    if any(w.get("created") for w in rw.writes):
+        yield rewrite(d, obj, set_, components, create_parents=False)
+
+
+def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None,
+            create_parents: bool = True) -> Rewrite:
     """The object with `set_` written into every pod of the chosen components, and its patch.
     Atomic: every location is resolved and merged before the result is returned; any refusal
-    raises UpdateError and `obj` is never modified."""
+    raises UpdateError and `obj` is never modified.  `create_parents`: write a fragment whose
+    parent object is absent (creating it), else skip it."""
     set_ = check_set(set_)
     chosen = chosen_components(d, components)
     staged: list[tuple[Target, Location]] = []
@@ -326,7 +341,8 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
     for t, loc in staged:
         where = pointer(loc) or "the object root"
         old = _get(out, loc)
-        if old is None and (t.form in _WHOLE_PODS or not loc or _get(out, loc[:-1]) is None):
+        orphan = old is None and t.form not in _WHOLE_PODS and bool(loc) and _get(out, loc[:-1]) is None
+        if old is None and (t.form in _WHOLE_PODS or not loc or orphan and not create_parents):
             # No pod there (a PyTorchJob without a Master, a Milvus without a queryNode):
             # writing would create one.
             writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),
@@ -349,7 +365,8 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
             else:
                 out = new
         writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),
-                       "expression": t.expression, "path": pointer(loc), "changed": changed})
+                       "expression": t.expression, "path": pointer(loc), "changed": changed,
+                       **({"created": True} if orphan else {})})
     patch = make_patch(obj, out)
     rv = _get(obj, ("metadata", "resourceVersion"))
     if patch and isinstance(rv, str) and rv:

@@ -352,6 +352,7 @@ class UpdateWrite(_M):
     path: str = Field(description="the location, as a JSON pointer into the object")
     changed: bool
     skipped: str | None = Field(None, description="why nothing was written (no pod there)")
+    created: bool | None = Field(None, description="the fragment's parent object was absent and was created")
 
 
 class UpdateResponse(_M):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.update import UpdateError, read_back_problems, rewrite
+from ..engine.update import UpdateError, attempts, read_back_problems
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
 
@@ -27,12 +27,14 @@ async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> d
     request_state.pop("freshness", None)  # read from the API server just now
     cluster = request_state.pop("cluster", None)
     before = await service.evaluate(d, obj, None)
+    moved: list[str] = []
     try:
-        rw = rewrite(d, obj, set_, env.components)
+        for rw in attempts(d, obj, set_, env.components):
+            moved = read_back_problems(before, await service.evaluate(d, rw.object, None), set_, rw)
+            if not moved:
+                break
     except UpdateError as e:
         raise ProblemError(422, "update-refused", "Update refused", e.message, [e.as_error()]) from None
-    after = await service.evaluate(d, rw.object, None)
-    moved = read_back_problems(before, after, set_, rw)
     if moved:
         raise ProblemError(
             422, "update-does-not-read-back", "Update does not read back",

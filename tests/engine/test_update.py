@@ -19,6 +19,7 @@ from app.engine.interpret import InterpretationError, interpret
 from app.engine.update import (
     SET_FIELDS,
     UpdateError,
+    attempts,
     chosen_components,
     make_patch,
     read_back_problems,
@@ -145,9 +146,11 @@ def test_rewrite_reads_back_on_every_catalog_fixture(fixture: Path, index: int):
     fields = [f for f in SET_FIELDS if all(f in _supported(c) for c in comps)]
     set_ = {f: SET[f] for f in fields}
     original = copy.deepcopy(obj)
-    rw = rewrite(d, obj, set_, [c.name for c in comps])
-    assert obj == original  # the input is never modified
-    after = interpret(rw.object, d)
+    for rw in attempts(d, obj, set_, [c.name for c in comps]):
+        assert obj == original  # the input is never modified
+        after = interpret(rw.object, d)
+        if not read_back_problems(before, after, set_, rw):
+            break
     assert read_back_problems(before, after, set_, rw) == []
     # ... and the set values are there: in the pod views and, for annotations, at the locations
     written = [w for w in rw.writes if "skipped" not in w]
@@ -272,3 +275,25 @@ def test_the_patch_holds_only_against_the_version_it_was_made_from():
     with pytest.raises(jsonpatch.JsonPatchTestFailed):
         jsonpatch.apply_patch(newer, rw.patch)
     assert rewrite(d, rw.object, {"labels": {"a": "b"}}).patch == []  # nothing to change: no test either
+
+
+def test_absent_fragments_are_created_unless_that_makes_a_pod():
+    """Dynamo: a service without extraPodMetadata gets one (its pods show the label); Milvus: a
+    component whose section is absent is skipped (creating it would add pods)."""
+    dyn = _workloads(CATALOG / "nvidia.com/DynamoGraphDeployment/v1alpha1/testdata/running.yaml")[0]
+    d = _registry().resolve_object(dyn)
+    first = next(attempts(d, dyn, {"labels": {"q": "a"}}))
+    assert any(w.get("created") for w in first.writes)
+    views = [i["pod"] for n in _nodes(interpret(first.object, d)["tree"]) for i in n["instances"] if "pod" in i]
+    assert views and all(v["labels"]["q"] == "a" for v in views)
+    assert read_back_problems(interpret(dyn, d), interpret(first.object, d), {"labels": {"q": "a"}}, first) == []
+
+    mil = _workloads(CATALOG / "milvus.io/Milvus/v1beta1/testdata/cluster-healthy.yaml")[0]
+    d = _registry().resolve_object(mil)
+    set_ = {"labels": {"q": "a"}}
+    tries = list(attempts(d, mil, set_))
+    assert len(tries) == 2
+    before = interpret(mil, d)
+    assert "/totals/pods" in read_back_problems(before, interpret(tries[0].object, d), set_, tries[0])
+    assert read_back_problems(before, interpret(tries[1].object, d), set_, tries[1]) == []
+    assert any("skipped" in w for w in tries[1].writes)
