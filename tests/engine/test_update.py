@@ -253,11 +253,15 @@ def test_bad_requests_are_refused(set_, components, message):
         rewrite(d, workload({"template": POD}), set_, components)
 
 
-def test_a_root_write_may_not_change_the_identity():
-    d = load(karta(root(specDefinition={"podSpecPath": ".spec", "metadataPath": "."})))
-    obj = workload({"containers": []})
-    rw = rewrite(d, obj, {"labels": {"a": "b"}})  # labels at the root: allowed
-    assert rw.object["labels"] == {"a": "b"} and rw.object["metadata"] == obj["metadata"]
+def test_a_write_at_the_root_keeps_the_identity():
+    d = load(karta(root(specDefinition={"podTemplateSpecPath": "."})))
+    obj = workload({"containers": []}, status={"phase": "Running"})
+    rw = rewrite(d, obj, {"labels": {"a": "b"}, "schedulerName": "s"})
+    assert rw.writes[0]["path"] == "" and rw.object["metadata"]["labels"] == {"a": "b"}
+    for f in ("apiVersion", "kind", "status"):
+        assert rw.object[f] == obj[f]
+    assert rw.object["metadata"]["name"] == "w" and rw.object["metadata"]["uid"] == obj["metadata"]["uid"]
+    assert jsonpatch.apply_patch(copy.deepcopy(obj), rw.patch) == rw.object
 
 
 def test_make_patch_escapes_pointers():
