@@ -19,12 +19,10 @@ from typing import Any
 import yaml
 
 from .. import __version__
-from ..documents import DocumentError, parse_documents
-from ..engine.interpret import InterpretationError
+from ..documents import DocumentError
 from ..karta.load import Definition, NotAKarta, definitions_from_text
-from ..karta.registry import AmbiguousDefinition, Registry
 from ..problem import problem_body
-from . import listing, render
+from . import listing, render, update
 from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
@@ -37,6 +35,9 @@ from .common import (
     build_registry,
     request_timeout,
 )
+from .offline import evaluate as _evaluate
+from .offline import parse_file as _parse
+from .offline import resolve as _resolve
 
 # -- interpret -----------------------------------------------------------------------------
 
@@ -90,56 +91,6 @@ def cmd_interpret(args: argparse.Namespace) -> int:
     if no_def and len(ok) == 0:
         return EXIT_NO_DEFINITION
     return EXIT_FAIL if failed or partial else EXIT_OK
-
-
-async def _evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,
-                    deadline: float) -> list[dict[str, Any] | CliError]:
-    """Built-in definitions run in-process; user definitions in a worker killed at the deadline
-    (the reference's runner stops an evaluation after 10 s)."""
-    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
-
-    isolate = any(d is not None and d.source != "builtin" for _, d, _ in jobs)
-    ev = Evaluator("untrusted" if isolate else "none", 1, deadline)
-    await ev.start()
-    out: list[dict[str, Any] | CliError] = []
-    try:
-        for doc, d, err in jobs:
-            if err is not None or d is None:
-                out.append(err or CliError("no definition", EXIT_NO_DEFINITION))
-                continue
-            try:
-                out.append(await ev.interpret(d, doc, pods))
-            except InterpretationError as e:
-                cli_err = CliError(str(e), EXIT_FAIL)
-                cli_err.errors = e.errors  # type: ignore[attr-defined]
-                out.append(cli_err)
-            except (EvaluationTimeout, EvaluationCrashed) as e:
-                cli_err = CliError(str(e), EXIT_FAIL)
-                cli_err.errors = [{"path": getattr(e, "path", ""), "message": str(e),  # type: ignore[attr-defined]
-                                   "expression": getattr(e, "expression", None)}]
-                out.append(cli_err)
-    finally:
-        await ev.close()
-    return out
-
-
-def _parse(path: str) -> list[Any]:
-    try:
-        return parse_documents(_read(path))
-    except DocumentError as e:
-        raise CliError(f"{path}: {e}") from None
-
-
-def _resolve(doc: Any, registry: Registry) -> Definition:
-    if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
-        raise CliError("document declares no apiVersion and kind", EXIT_FAIL)
-    try:
-        d = registry.resolve_object(doc)
-    except AmbiguousDefinition as e:
-        raise CliError(str(e), EXIT_FAIL) from None
-    if d is None:
-        raise CliError(f"no Karta definition covers {doc['apiVersion']} {doc['kind']}", EXIT_NO_DEFINITION)
-    return d
 
 
 # -- definitions ---------------------------------------------------------------------------
@@ -347,6 +298,8 @@ def parser() -> argparse.ArgumentParser:
                    help="time limit of one evaluation with a definition that is not built in (default 10, as the "
                         "reference runner)")
     i.set_defaults(func=cmd_interpret)
+
+    update.add_parser(sub, common)
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")
     dsub = d.add_subparsers(dest="action", required=True)

@@ -24,7 +24,6 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -62,12 +61,15 @@ from .models import (
     LiveInterpretation,
     ModelStatus,
     Problem,
+    UpdateRequest,
+    UpdateResponse,
     ValidationResponse,
     WatchEvent,
     WorkloadList,
 )
 from .problems import (
     ProblemError,
+    envelope,
     lookup_problem,
     on_http,
     on_problem,
@@ -78,6 +80,7 @@ from .problems import (
 )
 from .settings import Settings, auth_mode, fleet_mode
 from .shutdown import stop_on_signal
+from .updates import update_doc
 from .workload_metrics import WorkloadMetrics
 
 JSON = "application/json"
@@ -206,29 +209,10 @@ class Service:
         if _is_manifest(doc):
             env = InterpretRequest(object=doc)
         else:
-            if not isinstance(doc, dict):
-                raise ProblemError(422, "invalid-request", "Invalid request",
-                                   "expected a manifest or an object {\"object\": ..., \"definition\"?, \"pods\"?}")
-            try:
-                env = InterpretRequest.model_validate(doc)
-            except ValidationError as e:
-                raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
-                                   [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
-                                    for err in e.errors()]) from None
+            env = envelope(InterpretRequest, doc, "expected a manifest or an object {\"object\": ..., \"definition\"?, "
+                                                  "\"pods\"?}")
         self.bound_pods(len(env.pods or ()))
-        obj = env.object
-        if env.ref is not None:
-            if env.object is not None:
-                raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
-            obj = await self.fetch_ref(env.ref.model_dump(), request_state)
-        if obj is None:
-            raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
-        meta = obj.get("metadata")
-        request_state["labels"] = meta.get("labels") if isinstance(meta, dict) else None  # a batch's groupBy reads them
-        if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
-            raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
-        d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
-        request_state["definition"] = d.name
+        obj, d = await self.subject(env, request_state)
         pods = env.pods
         if pods is not None and not all(isinstance(p, dict) for p in pods):
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
@@ -239,6 +223,25 @@ class Service:
         if "cluster" in request_state:
             result = {"cluster": request_state.pop("cluster"), **result}
         return result
+
+    async def subject(self, env: Any, request_state: dict[str, Any], whole: bool = False
+                      ) -> tuple[dict[str, Any], Definition]:
+        """The object of an envelope (sent, or read with the caller's rights by `ref`; `whole`:
+        as the API server holds it) and the definition to read it with (inline, or the registry's)."""
+        obj = env.object
+        if env.ref is not None:
+            if env.object is not None:
+                raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
+            obj = await self.fetch_ref(env.ref.model_dump(), request_state, whole)
+        if obj is None:
+            raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
+        meta = obj.get("metadata")
+        request_state["labels"] = meta.get("labels") if isinstance(meta, dict) else None  # a batch's groupBy reads them
+        if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
+            raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
+        d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
+        request_state["definition"] = d.name
+        return obj, d
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         label = metric_label(d)
@@ -275,11 +278,12 @@ class Service:
         return self.cluster
 
     def reader(self, member: Member, kind: str | None = None, api_version: str | None = None,
-               namespace: str | None = None) -> Reader:
+               namespace: str | None = None, whole: bool = False) -> Reader:
         """Where a read of `member` is answered from: its live model when it can answer this read
-        from memory, else the API server (while it answers).  The one place this is decided."""
+        from memory, else the API server (while it answers).  The one place this is decided.
+        `whole`: the object as stored (the model keeps only what definitions read): the API server."""
         model = member.model
-        if model is not None and self.store.ready() and model.answers(kind, api_version, namespace):
+        if not whole and model is not None and self.store.ready() and model.answers(kind, api_version, namespace):
             return model
         if member.workloads is not None and member.available:
             return member.workloads
@@ -321,7 +325,8 @@ class Service:
             raise self.explained(e, namespace, name, kind) from None
         return Response(body, media_type=JSON)
 
-    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any]) -> dict[str, Any]:
+    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False
+                        ) -> dict[str, Any]:
         self.need_cluster("object references")
         namespace = ref.get("namespace")
         if ref.get("cluster") is None and self.fleet_mode:  # the one cluster that has it
@@ -329,12 +334,12 @@ class Service:
                                                      ref["kind"], ref["apiVersion"],
                                                      lambda m: self.auth.rights(request_state, m),
                                                      lambda m: self.reader(m, ref["kind"], ref["apiVersion"],
-                                                                           namespace))
+                                                                           namespace, whole))
         else:
             member = self.member(ref.get("cluster"), "object references")
         allow = self.auth.rights(request_state, member)
         try:
-            obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace).object(
+            obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace, whole).object(
                 ref["apiVersion"], ref["kind"], namespace, ref["name"], allow=allow)
         except LookupFailed as e:
             raise self.explained(e, namespace or "", ref["name"], ref["kind"]) from None
@@ -479,6 +484,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
         return _dumps(await service.interpret_body(await request.body(), _media_type(request),
                                                    request.scope["state"]))
+
+    @app.post("/interpret/update", operation_id="interpretUpdate", response_model=UpdateResponse, responses=PROBLEMS,
+              tags=["interpret"], summary="Write labels, a scheduler, tolerations... into every pod of a workload")
+    async def update_endpoint(req: UpdateRequest, request: Request) -> Response:
+        """Rewrites the object through its definition's pod paths and returns it with the RFC 6902
+        patch that makes it; nothing is applied.  `ref` reads the object with the caller's rights."""
+        return _dumps(await update_doc(service, req.model_dump(by_alias=True, exclude_none=True),
+                                       request.scope["state"]))
 
     @app.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
               summary="Interpret many workloads; one bad item never fails the others")

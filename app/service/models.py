@@ -314,6 +314,57 @@ class InterpretRequest(BaseModel):
     pods: list[dict[str, Any]] | None = Field(None, description="pods of the workload, for placement and gang groups")
 
 
+class PodSet(BaseModel):
+    """What `POST /interpret/update` writes into every pod of the chosen components."""
+
+    model_config = ConfigDict(extra="forbid")
+    labels: dict[str, str] | None = Field(None, description="merged into the pods' labels (keys not set are kept)")
+    annotations: dict[str, str] | None = Field(None, description="merged into the pods' annotations")
+    schedulerName: str | None = Field(None, min_length=1, description="replaces the pods' scheduler")
+    priorityClassName: str | None = Field(None, min_length=1, description="replaces the pods' priority class")
+    nodeSelector: dict[str, str] | None = Field(None, description="merged into the pods' node selector")
+    tolerations: list[dict[str, Any]] | None = Field(None, description="appended where not already there "
+                                                                        "(equal = the same toleration)")
+
+
+class UpdateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    object: dict[str, Any] | None = Field(None, description="the workload manifest")
+    ref: ObjectRef | None = Field(None, description="a live object to read, with the caller's rights (needs a cluster)")
+    definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
+    set_: PodSet = Field(alias="set", description="the fields to write")
+    components: list[str] | None = Field(None, min_length=1, max_length=1000,
+                                         description="the components to rewrite (default: every one that defines pods)")
+
+
+class PatchOperation(_M):
+    op: str = Field(description="test (the resourceVersion the patch was made from) | add | replace | remove "
+                                "(RFC 6902)")
+    path: str = Field(description="RFC 6901 JSON pointer")
+    value: Any = None
+
+
+class UpdateWrite(_M):
+    component: str
+    form: str = Field(description="podTemplateSpec | podSpec | metadata, or the fragment written (labels, ...)")
+    fields: list[str] = Field(description="the set fields written there")
+    expression: str = Field(description="the definition's path")
+    path: str = Field(description="the location, as a JSON pointer into the object")
+    changed: bool
+    skipped: str | None = Field(None, description="why nothing was written (no pod there)")
+    created: bool | None = Field(None, description="the fragment's parent object was absent and was created")
+
+
+class UpdateResponse(_M):
+    cluster: str | None = Field(None, description="the cluster the `ref` was read from (several clusters served)")
+    object: dict[str, Any] = Field(description="the rewritten object")
+    patch: list[PatchOperation] = Field(description="RFC 6902 operations that turn the object into the rewritten one")
+    changed: int = Field(description="locations whose value changed")
+    components: list[str]
+    writes: list[UpdateWrite] = Field(description="every location resolved, in order")
+    definition: DefinitionRef
+
+
 class BatchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     items: list[InterpretRequest] = Field(max_length=1000)

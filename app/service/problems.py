@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -28,6 +29,18 @@ class ProblemError(Exception):
 
     def body(self, instance: str | None) -> dict[str, Any]:
         return {**problem_body(self.status, self.slug, self.title, self.detail, instance, self.errors), **self.extra}
+
+
+def envelope(model: Any, doc: Any, expected: str) -> Any:
+    """A request envelope checked against its model (422 naming each field that does not fit)."""
+    if not isinstance(doc, dict):
+        raise ProblemError(422, "invalid-request", "Invalid request", expected)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as e:
+        raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
+                           [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
+                            for err in e.errors()]) from None
 
 
 def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None = None,

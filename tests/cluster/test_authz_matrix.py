@@ -224,16 +224,18 @@ def workload_list(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
     return check
 
 
-def interpret_ref(path: str) -> Callable[[Ctx], None]:
-    """POST /interpret with a ref: the caller's `get` on the object, asked before it is read."""
+def interpret_ref(path: str, extra: dict[str, Any] | None = None,
+                  name_of: Callable[[Any], str] = lambda j: j["workload"]["name"]) -> Callable[[Ctx], None]:
+    """POST /interpret (or /interpret/update, with `extra`) with a ref: the caller's `get` on the
+    object, asked before it is read."""
     def ref(ns: str, name: str) -> dict[str, Any]:
-        return {"ref": {**JOBSET, "namespace": ns, "name": name}}
+        return {"ref": {**JOBSET, "namespace": ns, "name": name}, **(extra or {})}
 
     def check(x: Ctx) -> None:
         c = x.client()
         # a manifest the caller sends reads nothing from the cluster: a valid token is enough
         r = c.post(path, json={"object": {**JOBSET, "metadata": {"name": "sent", "namespace": OTHER},
-                                          "spec": {"replicatedJobs": []}}})
+                                          "spec": {"replicatedJobs": []}}, **(extra or {})})
         assert r.status_code == (401 if x.user is None else 200), r.text
         r = c.post(path, json=ref(NS, "guarded"))
         if x.user is None:
@@ -242,7 +244,7 @@ def interpret_ref(path: str) -> Callable[[Ctx], None]:
         if x.user == "bob":
             _same_refusal(r, c.post(path, json=ref(NS, "no-such-workload")))
         else:
-            assert r.status_code == 200 and r.json()["workload"]["name"] == "guarded", r.text
+            assert r.status_code == 200 and name_of(r.json()) == "guarded", r.text
         if x.user == "admin":
             assert c.post(path, json=ref(OTHER, "hidden")).status_code == 200
             assert c.post(path, json=ref(OTHER, "no-such-workload")).status_code == 404
@@ -301,6 +303,8 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
                                                      "metadata": {"name": "x"}, "spec": {}})],
     ("POST", "/interpret"): [interpret_ref("/interpret")],
     ("POST", "/interpret/batch"): [batch_refs],
+    ("POST", "/interpret/update"): [interpret_ref("/interpret/update", {"set": {"labels": {"queue": "a"}}},
+                                                  lambda j: j["object"]["metadata"]["name"])],
     ("GET", "/workloads/{namespace}/{name}"): [one_workload(""), one_workload("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads/{namespace}/{name}"):
         [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True)],

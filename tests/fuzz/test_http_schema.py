@@ -37,6 +37,7 @@ from app.service.models import (
     Interpretation,
     LiveInterpretation,
     Problem,
+    UpdateResponse,
     ValidationResponse,
     WorkloadList,
 )
@@ -68,6 +69,7 @@ schema.config.update(suppress_health_check=[schemathesis.config.HealthCheck.all]
 SUCCESS_MODELS: dict[str, type[BaseModel] | None] = {
     "POST /interpret": Interpretation,
     "POST /interpret/batch": BatchResponse,
+    "POST /interpret/update": UpdateResponse,
     "GET /definitions": DefinitionList,
     "GET /definitions/{name}": None,
     "POST /definitions/validate": ValidationResponse,

@@ -1,0 +1,62 @@
+"""What the offline commands share: reading a file's documents, choosing each one's definition,
+and evaluating (built-in definitions in-process, others in a worker under a deadline)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..documents import DocumentError, parse_documents
+from ..engine.interpret import InterpretationError
+from ..karta.load import Definition
+from ..karta.registry import AmbiguousDefinition, Registry
+from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, _read
+
+
+async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,
+                   deadline: float) -> list[dict[str, Any] | CliError]:
+    """Built-in definitions run in-process; user definitions in a worker killed at the deadline
+    (the reference's runner stops an evaluation after 10 s)."""
+    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+
+    isolate = any(d is not None and d.source != "builtin" for _, d, _ in jobs)
+    ev = Evaluator("untrusted" if isolate else "none", 1, deadline)
+    await ev.start()
+    out: list[dict[str, Any] | CliError] = []
+    try:
+        for doc, d, err in jobs:
+            if err is not None or d is None:
+                out.append(err or CliError("no definition", EXIT_NO_DEFINITION))
+                continue
+            try:
+                out.append(await ev.interpret(d, doc, pods))
+            except InterpretationError as e:
+                cli_err = CliError(str(e), EXIT_FAIL)
+                cli_err.errors = e.errors  # type: ignore[attr-defined]
+                out.append(cli_err)
+            except (EvaluationTimeout, EvaluationCrashed) as e:
+                cli_err = CliError(str(e), EXIT_FAIL)
+                cli_err.errors = [{"path": getattr(e, "path", ""), "message": str(e),  # type: ignore[attr-defined]
+                                   "expression": getattr(e, "expression", None)}]
+                out.append(cli_err)
+    finally:
+        await ev.close()
+    return out
+
+
+def parse_file(path: str) -> list[Any]:
+    try:
+        return parse_documents(_read(path))
+    except DocumentError as e:
+        raise CliError(f"{path}: {e}") from None
+
+
+def resolve(doc: Any, registry: Registry) -> Definition:
+    if not isinstance(doc, dict) or not doc.get("apiVersion") or not doc.get("kind"):
+        raise CliError("document declares no apiVersion and kind", EXIT_FAIL)
+    try:
+        d = registry.resolve_object(doc)
+    except AmbiguousDefinition as e:
+        raise CliError(str(e), EXIT_FAIL) from None
+    if d is None:
+        raise CliError(f"no Karta definition covers {doc['apiVersion']} {doc['kind']}", EXIT_NO_DEFINITION)
+    return d

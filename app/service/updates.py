@@ -1,0 +1,48 @@
+"""`POST /interpret/update`: a workload with labels, a scheduler, tolerations... written into every
+pod of its chosen components, and the JSON patch that makes it (app/engine/update.py).
+
+The object comes as `POST /interpret` takes it (sent, or read by `ref` with the caller's
+rights; from the API server, never the live model, which keeps only what definitions read), and is interpreted before and after the rewrite (through the evaluator: a definition
+that is not built in runs in a worker, under the deadline).  A rewrite whose interpretation
+differs from the original's other than by the set fields is refused: nothing is returned that
+would not read back.  Nothing is applied to the cluster here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.update import UpdateError, attempts, read_back_problems
+from .models import UpdateRequest
+from .problems import ProblemError, envelope
+
+MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
+
+
+async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> dict[str, Any]:
+    env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
+                                       "\"components\"?}")
+    set_ = env.set_.model_dump(exclude_none=True)
+    obj, d = await service.subject(env, request_state, whole=True)  # a rewrite of a projection would lose fields
+    request_state.pop("freshness", None)  # read from the API server just now
+    cluster = request_state.pop("cluster", None)
+    before = await service.evaluate(d, obj, None)
+    moved: list[str] = []
+    try:
+        for rw in attempts(d, obj, set_, env.components):
+            moved = read_back_problems(before, await service.evaluate(d, rw.object, None), set_, rw)
+            if not moved:
+                break
+    except UpdateError as e:
+        raise ProblemError(422, "update-refused", "Update refused", e.message, [e.as_error()]) from None
+    if moved:
+        raise ProblemError(
+            422, "update-does-not-read-back", "Update does not read back",
+            "the rewritten object would not read back as set (nothing was written): its interpretation also "
+            f"changes at {', '.join(moved[:MAX_NAMED])}" + (f" and {len(moved) - MAX_NAMED} more"
+                                                            if len(moved) > MAX_NAMED else "")
+            + "; a location shared with another component? name them all in \"components\"",
+            [{"path": p, "message": "differs after the rewrite"} for p in moved])
+    out = {"object": rw.object, "patch": rw.patch, "changed": rw.changed, "components": rw.components,
+           "writes": rw.writes, "definition": before["definition"]}
+    return {"cluster": cluster, **out} if cluster is not None else out
