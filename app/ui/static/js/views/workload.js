@@ -81,7 +81,6 @@ export function renderWorkload(view, namespace, name, cluster = "") {
     }
     setTitle(`${w.kind} ${namespace}/${name}`, at && `cluster ${at}`);
     put(phase, phaseChip(result.status?.phase, true));
-    put(why, diagnosisBanner(result.diagnosis));
     put(sub, at ? h("span", { class: "tag cluster-tag", id: "workload-cluster", title: "The cluster it runs in" },
       "cluster ", h("strong", {}, at)) : null,
     h("span", {}, h("strong", {}, w.kind), " ", h("span", { class: "faint" }, w.apiVersion)),
@@ -91,7 +90,8 @@ export function renderWorkload(view, namespace, name, cluster = "") {
     if (old) old.replaceWith(download);
     else tools.insertBefore(download, refresh);
     const sections = resultSections(result);
-    keepPlace(body, () => {
+    keepPlace(body, () => { // the banner too: a reason coming or going above does not move the reader
+      put(why, diagnosisBanner(result.diagnosis));
       put(body, sections);
       sections.draw();
     });
