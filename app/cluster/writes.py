@@ -17,7 +17,8 @@ RV_PATH = "/metadata/resourceVersion"
 
 
 class WriteFailed(Exception):
-    """A patch not applied; `status` follows HTTP (409 conflict, 404 gone, 422 refused, 503)."""
+    """A patch not applied; `status` follows HTTP (409 conflict, 404 gone, 403 the API server's
+    refusal of the writer's own credentials, 422 refused, 503)."""
 
     def __init__(self, status: int, slug: str, message: str):
         super().__init__(message)
@@ -44,9 +45,7 @@ async def guarded_patch(kube: Kube, res: Resource, namespace: str | None, name: 
     except NotFound:
         raise WriteFailed(404, "workload-not-found", f"{what} not found (deleted since it was read?)") from None
     except Forbidden as e:
-        raise WriteFailed(503, "service-forbidden",
-                          f"the service is not allowed to patch {res.plural}: {e.message} (the chart grants it "
-                          "with config.actions: true)") from None
+        raise WriteFailed(403, "forbidden", f"not allowed to patch {what}: {e.message}") from None
     except Unavailable as e:
         raise WriteFailed(503, "cluster-unavailable", f"cannot patch {what}: {e.message}") from None
     except KubeError as e:

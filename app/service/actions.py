@@ -50,6 +50,10 @@ def direct(service: Any, member: Member) -> Workloads:
 
 
 def write_problem(e: WriteFailed) -> ProblemError:
+    if e.status == 403:  # the caller may patch, the service's own account may not: a deployment problem
+        return ProblemError(503, "service-forbidden", "Service unavailable",
+                            f"the service account is {e.message[0].lower()}{e.message[1:]} (the chart grants "
+                            "`patch` on the catalog's kinds with config.actions: true)")
     titles = {409: "Conflict", 404: "Workload not found", 422: "Patch refused", 503: "Service unavailable"}
     return ProblemError(e.status, e.slug, titles.get(e.status, "Error"), e.message)
 

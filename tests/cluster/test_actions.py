@@ -221,3 +221,32 @@ def test_actions_off_refuse(service: Server, kubectl: Kubectl, world: dict[str, 
         assert r.status_code == 403 and "--actions" in r.json()["detail"], r.text
     assert stored(kubectl, JS_API, "JobSet", "js-other")["metadata"]["resourceVersion"] == \
         before["metadata"]["resourceVersion"]
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+def test_cli_suspend_and_resume(apiserver: ApiServer, kubectl: Kubectl, world: dict[str, Any]) -> None:
+    """`wlmap suspend|resume TYPE/NAME` through the kubeconfig; exit codes as documented."""
+    from .test_cli_live import wlmap
+
+    admin = apiserver.kubeconfig("admin")
+    r = wlmap("suspend", "raycluster/rc", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "raycluster.ray.io/rc suspended; phase Suspended"
+    assert stored(kubectl, RAY_API, "RayCluster", "rc")["spec"]["suspend"] is True
+    r = wlmap("suspend", "rayclusters", "rc", "-n", NS, kubeconfig=admin)
+    assert r.returncode == 0 and "already suspended (unchanged)" in r.stdout, r.stdout
+    r = wlmap("resume", "raycluster/rc", "-n", NS, "-o", "json", kubeconfig=admin)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["workload"]["name"] == "rc"
+    assert stored(kubectl, RAY_API, "RayCluster", "rc")["spec"]["suspend"] is False
+    # carol may read the JobSet, not patch it: the API server's refusal, exit 1, nothing written
+    before = stored(kubectl, JS_API, "JobSet", "js-other")["metadata"]["resourceVersion"]
+    r = wlmap("suspend", "jobset/js-other", "-n", NS, kubeconfig=apiserver.kubeconfig("carol"))
+    assert r.returncode == 1 and "not allowed to patch" in r.stderr and "forbidden" in r.stderr, r.stderr
+    assert stored(kubectl, JS_API, "JobSet", "js-other")["metadata"]["resourceVersion"] == before
+    for args, code, words in ((["jobset/no-such"], 3, 'JobSet "no-such" not found'),
+                              (["deployment/web"], 5, "has no suspendDefinition"),
+                              (["frobnicator/x"], 4, 'no Karta definition covers "frobnicator"')):
+        r = wlmap("suspend", *args, "-n", NS, kubeconfig=admin)
+        assert r.returncode == code and words in r.stderr, (args, r.returncode, r.stderr)
