@@ -301,6 +301,27 @@ def act_on_workload(prefix: str, which: str) -> Callable[[Ctx], None]:
     return check
 
 
+def apply_update(x: Ctx) -> None:
+    """POST /interpret/update?apply=true: `patch` on the ref, asked before it is read."""
+    c = x.client()
+
+    def post(ns: str, name: str) -> httpx.Response:
+        return c.post("/interpret/update", params={"apply": "true"},
+                      json={"ref": {**JOBSET, "namespace": ns, "name": name}, "set": {"labels": {"queue": "a"}}})
+
+    r = post(NS, "guarded")
+    if x.user is None:
+        assert r.status_code == 401
+        return
+    if x.user == "admin":
+        assert r.status_code == 200 and "applied" in r.json(), r.text
+        assert post(OTHER, "no-such-workload").status_code == 404
+        return
+    _same_refusal(r, post(NS, "no-such-workload"))
+    assert "not allowed to patch" in r.json()["detail"]
+    _same_refusal(post(OTHER, "hidden"), post(OTHER, "no-such-workload"))
+
+
 def metrics_for_workloads(x: Ctx) -> None:
     service_view("/metrics/workloads", needs_model=True)(x)
 
@@ -330,7 +351,7 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
     ("POST", "/interpret"): [interpret_ref("/interpret")],
     ("POST", "/interpret/batch"): [batch_refs],
     ("POST", "/interpret/update"): [interpret_ref("/interpret/update", {"set": {"labels": {"queue": "a"}}},
-                                                  lambda j: j["object"]["metadata"]["name"])],
+                                                  lambda j: j["object"]["metadata"]["name"]), apply_update],
     ("GET", "/workloads/{namespace}/{name}"): [one_workload(""), one_workload("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads/{namespace}/{name}"):
         [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True)],
