@@ -43,10 +43,6 @@ def suspend_definition(d: Definition) -> SuspendDefinition | None:
     return sd if sd is not None and (sd.suspend_actions or sd.resume_actions) else None
 
 
-def suspendable(d: Definition) -> bool:
-    return suspend_definition(d) is not None
-
-
 def apply_actions(d: Definition, obj: dict[str, Any], which: str) -> dict[str, Any]:
     """`obj` with the definition's suspend (`which` = "suspend") or resume actions applied."""
     sd = suspend_definition(d)

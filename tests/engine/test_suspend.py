@@ -8,7 +8,7 @@ import copy
 import pytest
 from karta_kit import karta, load, root
 
-from app.engine.suspend import ActionError, NoSuspendDefinition, apply_actions, suspendable
+from app.engine.suspend import ActionError, NoSuspendDefinition, apply_actions, suspend_definition
 
 OBJ = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "resourceVersion": "7"},
        "spec": {"groups": [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 1}]}}
@@ -48,6 +48,6 @@ def test_a_bad_action_is_named(action: dict, field: str, words: str) -> None:
 
 def test_no_suspend_definition() -> None:
     d = load(karta())
-    assert not suspendable(d)
+    assert suspend_definition(d) is None
     with pytest.raises(NoSuspendDefinition, match="the definition of Thing has no suspendDefinition"):
         apply_actions(d, OBJ, "suspend")
