@@ -38,7 +38,12 @@ def add_parsers(sub: Any, live: argparse.ArgumentParser) -> None:
 
 
 def cmd_act(args: argparse.Namespace) -> int:
-    from .live import _output, check_auth_flags, default_namespace, split_target  # the cluster client: late
+    from .live import (  # the cluster client: late
+        _output,
+        check_auth_flags,
+        default_namespace,
+        split_target,
+    )
 
     kind, name = split_target(args.target, args.name)
     check_auth_flags(args)

@@ -8,7 +8,12 @@ import copy
 import pytest
 from karta_kit import karta, load, root
 
-from app.engine.suspend import ActionError, NoSuspendDefinition, apply_actions, suspend_definition
+from app.engine.suspend import (
+    ActionError,
+    NoSuspendDefinition,
+    apply_actions,
+    suspend_definition,
+)
 
 OBJ = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "resourceVersion": "7"},
        "spec": {"groups": [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 1}]}}
