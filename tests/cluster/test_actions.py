@@ -250,3 +250,29 @@ def test_cli_suspend_and_resume(apiserver: ApiServer, kubectl: Kubectl, world: d
                               (["frobnicator/x"], 4, 'no Karta definition covers "frobnicator"')):
         r = wlmap("suspend", *args, "-n", NS, kubeconfig=admin)
         assert r.returncode == code and words in r.stderr, (args, r.returncode, r.stderr)
+
+
+@pytest.fixture(scope="module")
+def open_service(apiserver: ApiServer) -> Iterator[Server]:
+    """--auth none --actions true: whatever the service account may patch, for anyone."""
+    s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS, "--auth", "none",
+               "--actions", "true", "--cache", "false", "--karta-resources", "false")
+    yield s
+    s.stop()
+
+
+def test_without_auth_the_service_accounts_rights_decide(open_service: Server, kubectl: Kubectl,
+                                                        world: dict[str, Any]) -> None:
+    """No caller rights to check: a kind the service account may patch is suspended; one it may
+    not (PyTorchJob: not in the test's patch rule, as a kind outside the chart's catalog rules) is
+    a 503 naming config.actions, and nothing is written."""
+    obj, _ = fixture_object("definitions/kubeflow.org/PyTorchJob/v1/testdata/running.yaml", NS, "pt")
+    pt = kubectl.apply(obj)
+    with httpx.Client(base_url=open_service.url, timeout=30) as c:
+        r = c.post(f"/workloads/{NS}/js-other/resume", params={"kind": "JobSet"})
+        assert r.status_code == 200 and r.json()["action"]["name"] == "resume", r.text
+        r = c.post(f"/workloads/{NS}/pt/suspend", params={"kind": "PyTorchJob"})
+        assert r.status_code == 503 and r.json()["type"].endswith("service-forbidden"), r.text
+        assert "config.actions" in r.json()["detail"] and "not allowed to patch" in r.json()["detail"]
+    now = kubectl.get("kubeflow.org/v1", "PyTorchJob", NS, "pt")
+    assert now["metadata"]["resourceVersion"] == pt["metadata"]["resourceVersion"]
