@@ -359,11 +359,16 @@ async def _describe(args: argparse.Namespace, kind: str, name: str,
                 raise CliError(f"{k} ({g + '/' if g else ''}{v}) is not served by this cluster", EXIT_NOT_FOUND)
             result = await workloads.interpretation(ns, name, kind, allow=allow_all)  # as the kubeconfig user
         except LookupFailed as e:
-            served = {k.gvk[2] for k in kinds if k.resource is not None}
-            if e.slug == "workload-not-found" and len(served) == 1:  # say which kind, as kubectl does
-                e.message = f'{served.pop()} "{name}" not found in namespace {ns}'
-            raise _lookup_error(e, kube) from None
+            raise lookup_error_of(e, kube, kinds, name, ns) from None
         return result, seen.get("object") or {}, kube.warnings()
+
+
+def lookup_error_of(e: LookupFailed, kube: _Kube, kinds: list[Any], name: str, ns: str) -> CliError:
+    """A lookup of TYPE/NAME that failed; a name not found says which kind, as kubectl does."""
+    served = {k.gvk[2] for k in kinds if k.resource is not None}
+    if e.slug == "workload-not-found" and len(served) == 1:
+        e.message = f'{served.pop()} "{name}" not found in namespace {ns}'
+    return _lookup_error(e, kube)
 
 
 Row = tuple[str, list[str], list["Row"]]  # label, cells, child rows

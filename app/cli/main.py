@@ -22,7 +22,7 @@ from .. import __version__
 from ..documents import DocumentError
 from ..karta.load import Definition, NotAKarta, definitions_from_text
 from ..problem import problem_body
-from . import listing, render, update
+from . import actions, listing, render, update
 from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
@@ -349,6 +349,7 @@ def parser() -> argparse.ArgumentParser:
                     help="show at most N components (and instances) at each level of the tree and in the "
                          "resources table (then a '… K more' line)")
     de.set_defaults(func=cmd_describe)
+    actions.add_parsers(sub, live)
     ge = sub.add_parser("get", parents=[live], help="list live workloads of every known type (or of one TYPE)",
                         description="Exit codes: 0 ok (also when none is found), 1 cluster or authorization "
                                     "error, 2 usage, 4 no definition covers TYPE. With several contexts, one "

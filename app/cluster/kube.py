@@ -291,6 +291,12 @@ class Kube:
     async def get(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any]:
         return await self.request("GET", res.path(namespace, name))
 
+    async def json_patch(self, res: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+                         ) -> dict[str, Any]:
+        """An RFC 6902 patch of one object (the object as stored after it)."""
+        return await self.request("PATCH", res.path(namespace, name), body=ops,
+                                  headers={"Content-Type": "application/json-patch+json"})
+
     async def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
                    field_selector: str | None = None, resource_version: str | None = None,
                    limit: int = 500, headers: dict[str, str] | None = None) -> dict[str, Any]:

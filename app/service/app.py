@@ -42,13 +42,14 @@ from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore, summary
 from ..karta.validate import reference_text
 from ..ui import mount_ui
-from . import fleet_reads, metrics, streams
+from . import actions, fleet_reads, metrics, streams
 from .auth import Authorizer
 from .cluster import Cluster, cluster_specs
 from .evaluator import EvaluationBusy, EvaluationCrashed, EvaluationOutOfMemory, EvaluationTimeout, Evaluator
 from .inline import InlineDefinitions
 from .middleware import BodyLimits, ServiceMiddleware
 from .models import (
+    ActedInterpretation,
     BatchRequest,
     BatchResponse,
     ClusterList,
@@ -224,15 +225,15 @@ class Service:
             result = {"cluster": request_state.pop("cluster"), **result}
         return result
 
-    async def subject(self, env: Any, request_state: dict[str, Any], whole: bool = False
-                      ) -> tuple[dict[str, Any], Definition]:
+    async def subject(self, env: Any, request_state: dict[str, Any], whole: bool = False,
+                      member: Member | None = None) -> tuple[dict[str, Any], Definition]:
         """The object of an envelope (sent, or read with the caller's rights by `ref`; `whole`:
         as the API server holds it) and the definition to read it with (inline, or the registry's)."""
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
                 raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
-            obj = await self.fetch_ref(env.ref.model_dump(), request_state, whole)
+            obj = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
         meta = obj.get("metadata")
@@ -325,18 +326,22 @@ class Service:
             raise self.explained(e, namespace, name, kind) from None
         return Response(body, media_type=JSON)
 
-    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False
-                        ) -> dict[str, Any]:
+    async def ref_member(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False) -> Member:
+        """The cluster a `ref` names (in a fleet without one: the one cluster that has it)."""
         self.need_cluster("object references")
         namespace = ref.get("namespace")
-        if ref.get("cluster") is None and self.fleet_mode:  # the one cluster that has it
-            member = await fleet_reads.find_in_fleet(self.members(None), namespace or "", ref["name"],
-                                                     ref["kind"], ref["apiVersion"],
-                                                     lambda m: self.auth.rights(request_state, m),
-                                                     lambda m: self.reader(m, ref["kind"], ref["apiVersion"],
-                                                                           namespace, whole))
-        else:
-            member = self.member(ref.get("cluster"), "object references")
+        if ref.get("cluster") is None and self.fleet_mode:
+            return await fleet_reads.find_in_fleet(self.members(None), namespace or "", ref["name"],
+                                                   ref["kind"], ref["apiVersion"],
+                                                   lambda m: self.auth.rights(request_state, m),
+                                                   lambda m: self.reader(m, ref["kind"], ref["apiVersion"],
+                                                                         namespace, whole))
+        return self.member(ref.get("cluster"), "object references")
+
+    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False,
+                        member: Member | None = None) -> dict[str, Any]:
+        namespace = ref.get("namespace")
+        member = member or await self.ref_member(ref, request_state, whole)
         allow = self.auth.rights(request_state, member)
         try:
             obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace, whole).object(
@@ -487,11 +492,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post("/interpret/update", operation_id="interpretUpdate", response_model=UpdateResponse, responses=PROBLEMS,
               tags=["interpret"], summary="Write labels, a scheduler, tolerations... into every pod of a workload")
-    async def update_endpoint(req: UpdateRequest, request: Request) -> Response:
+    async def update_endpoint(req: UpdateRequest, request: Request, apply: bool = False) -> Response:
         """Rewrites the object through its definition's pod paths and returns it with the RFC 6902
-        patch that makes it; nothing is applied.  `ref` reads the object with the caller's rights."""
+        patch that makes it.  `ref` reads the object with the caller's rights.  `apply=true` (with
+        `ref`, and --actions true): the patch is applied, guarded by the resourceVersion read (409
+        when the object changed since), with the caller's `patch` right; `applied` says so and
+        `object` is the object as stored."""
         return _dumps(await update_doc(service, req.model_dump(by_alias=True, exclude_none=True),
-                                       request.scope["state"]))
+                                       request.scope["state"], apply))
 
     @app.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS, tags=["interpret"],
               summary="Interpret many workloads; one bad item never fails the others")
@@ -629,6 +637,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                    apiVersion: str | None = None, pods: bool = True, watch: bool = False,
                                    resumeFrom: str | None = None) -> Response:
         return await one_workload(request, cluster, namespace, name, kind, apiVersion, pods, watch)
+
+    for which in ("suspend", "resume"):
+        actions.add_routes(app, service, which, ActedInterpretation, PROBLEMS)
 
     list_doc = """Top-level workloads (objects controlled by another known workload are left out) in a
         namespace, or in all namespaces without `namespace`.  Kinds the caller may not list are

@@ -9,6 +9,8 @@ is made with the caller's rights, and those rights can only come from here:
   Readers take an `Allow` on every read (cluster/reader.py: no default), so a read cannot be
   written without one.  With auth on, a request state without a caller is refused (401), never
   read with the service's rights: a route that forgets to authenticate fails closed.
+* `require_patch` is the right a write needs (suspend, resume, an applied update), asked before
+  the object is read.
 * `require_path` guards the service's own cluster-wide views (/clusters, /model,
   /metrics/workloads) as non-resource URLs, as kube-rbac-proxy guards metrics.
 * "Cannot check" is one answer everywhere: 503 `cluster-unavailable`, never an allow.
@@ -39,6 +41,11 @@ def unavailable(e: AccessUnavailable | str) -> ProblemError:
 
 def unauthenticated(detail: str) -> ProblemError:
     return ProblemError(401, "unauthenticated", "Unauthorized", detail, headers=CHALLENGE)
+
+
+def may_not_patch(res: Resource, namespace: str | None) -> ProblemError:
+    return ProblemError(403, "forbidden", "Forbidden", f"not allowed to patch {res.plural}"
+                        f"{'.' + res.group if res.group else ''}{' in namespace ' + namespace if namespace else ''}")
 
 
 def bearer_token(scope: dict[str, Any]) -> str | None:
@@ -106,6 +113,13 @@ class Authorizer:
             return ok
 
         return allow
+
+    async def require_patch(self, state: dict[str, Any], member: Member, res: Resource, namespace: str | None,
+                            name: str) -> None:
+        """A write's right, asked before the object is read (so a refusal says nothing of whether it
+        exists): `patch` on that object, in the cluster that holds it.  Recorded in the audit line."""
+        if not await self.rights(state, member)("patch", res, namespace, name):
+            raise may_not_patch(res, namespace)
 
     def substate(self, state: dict[str, Any]) -> dict[str, Any]:
         """A state for one part of a request (a batch item): the same caller and audit record."""

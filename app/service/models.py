@@ -363,6 +363,8 @@ class UpdateResponse(_M):
     components: list[str]
     writes: list[UpdateWrite] = Field(description="every location resolved, in order")
     definition: DefinitionRef
+    applied: bool | None = Field(None, description="with apply=true: the patch was applied (false: nothing to "
+                                                   "change); `object` is then the object as stored")
 
 
 class BatchRequest(BaseModel):
@@ -455,6 +457,15 @@ class LiveInterpretation(Interpretation):
     live: Live | None = Field(None, description="pods attributed by owner references (absent with pods=false)")
     diagnosis: list[Diagnosis] | None = Field(None, description="why it is not (fully) running, most severe first "
                                                                 "(with pods; empty when it is)")
+
+
+class ActionDone(_M):
+    name: str = Field(description="suspend | resume")
+    changed: bool = Field(description="false: the object already was that way, nothing was written")
+
+
+class ActedInterpretation(LiveInterpretation):
+    action: ActionDone = Field(description="what POST .../suspend or .../resume did")
 
 
 class PodCounts(_M):

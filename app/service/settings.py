@@ -52,6 +52,7 @@ class Settings:
     karta_resources: bool = True
     auth: str = "auto"
     allow_inline_definitions: bool = True
+    actions: bool = False  # suspend/resume and ?apply=true write to the cluster (off by default)
     eval_deadline: float = 2.0
     max_body_bytes: int = 3 * 1024 * 1024
     eval_workers: int = 2
@@ -101,6 +102,7 @@ class Settings:
         s.karta_resources = _bool(_env("karta_resources", "true"))
         s.auth = _env("auth", s.auth) or s.auth
         s.allow_inline_definitions = _bool(_env("allow_inline_definitions", "true"))
+        s.actions = _bool(_env("actions", "false"))
         s.eval_deadline = float(_env("eval_deadline", str(s.eval_deadline)) or s.eval_deadline)
         s.max_body_bytes = int(_env("max_body_bytes", str(s.max_body_bytes)) or s.max_body_bytes)
         s.eval_workers = int(_env("eval_workers", str(s.eval_workers)) or s.eval_workers)
@@ -151,6 +153,7 @@ class Settings:
                 **({"WLMAP_CONFIGMAP_NAME": self.configmap_name} if self.configmap_name else {}),
                 "WLMAP_KARTA_RESOURCES": str(self.karta_resources).lower(),
                 "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
+                "WLMAP_ACTIONS": str(self.actions).lower(),
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
                 "WLMAP_EVAL_WORKERS": str(self.eval_workers), "WLMAP_ISOLATION": self.isolation,
                 "WLMAP_EVAL_QUEUE_TIMEOUT": str(self.eval_queue_timeout),
@@ -204,6 +207,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                         "SubjectAccessReview; auto (default) = kubernetes when running in a pod, else none")
     p.add_argument("--allow-inline-definitions", type=_bool, default=d.allow_inline_definitions,
                    metavar="true|false", help="accept definitions inside requests (WLMAP_ALLOW_INLINE_DEFINITIONS)")
+    p.add_argument("--actions", type=_bool, default=d.actions, metavar="true|false",
+                   help="allow writes to workloads: suspend, resume and /interpret/update?apply=true, each with "
+                        "the caller's `patch` right (WLMAP_ACTIONS; default false)")
     p.add_argument("--eval-deadline", type=float, default=d.eval_deadline, metavar="SECONDS",
                    help="time limit of one evaluation (WLMAP_EVAL_DEADLINE; default 2)")
     p.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes,
@@ -300,7 +306,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     definitions=list(args.definitions) + list(getattr(args, "definition", []) or []),
                     kubeconfig=args.kubeconfig, namespace=args.namespace, configmap_selector=args.configmap_selector,
                     configmap_name=args.configmap_name, karta_resources=args.karta_resources,
-                    auth=args.auth, allow_inline_definitions=args.allow_inline_definitions,
+                    auth=args.auth, allow_inline_definitions=args.allow_inline_definitions, actions=args.actions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
                     eval_workers=args.eval_workers, eval_queue_timeout=args.eval_queue_timeout,
                     eval_worker_memory=args.eval_worker_memory, shutdown_timeout=args.shutdown_timeout,

@@ -5,7 +5,8 @@ The object comes as `POST /interpret` takes it (sent, or read by `ref` with the 
 rights; from the API server, never the live model, which keeps only what definitions read), and is interpreted before and after the rewrite (through the evaluator: a definition
 that is not built in runs in a worker, under the deadline).  A rewrite whose interpretation
 differs from the original's other than by the set fields is refused: nothing is returned that
-would not read back.  Nothing is applied to the cluster here.
+would not read back.  With `apply=true` (a `ref`, --actions true) the patch is then applied as
+suspend's is (actions.py: the caller's `patch` right asked before the read, 409 on a conflict).
 """
 
 from __future__ import annotations
@@ -13,17 +14,26 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine.update import UpdateError, attempts, read_back_problems
+from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
 
 MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
 
 
-async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> dict[str, Any]:
+async def update_doc(service: Any, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
     env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
                                        "\"components\"?}")
     set_ = env.set_.model_dump(exclude_none=True)
-    obj, d = await service.subject(env, request_state, whole=True)  # a rewrite of a projection would lose fields
+    target = None
+    if apply:
+        actions.need_actions(service)
+        if env.ref is None:
+            raise ProblemError(422, "nothing-to-apply", "Nothing to apply to",
+                               "apply=true writes to a live object: give \"ref\", not \"object\"")
+        target = await actions.authorize_apply(service, request_state, env.ref.model_dump())  # before the read
+    obj, d = await service.subject(env, request_state, whole=True,  # a rewrite of a projection would lose fields
+                                   member=target[0] if target else None)
     request_state.pop("freshness", None)  # read from the API server just now
     cluster = request_state.pop("cluster", None)
     before = await service.evaluate(d, obj, None)
@@ -45,4 +55,12 @@ async def update_doc(service: Any, doc: Any, request_state: dict[str, Any]) -> d
             [{"path": p, "message": "differs after the rewrite"} for p in moved])
     out = {"object": rw.object, "patch": rw.patch, "changed": rw.changed, "components": rw.components,
            "writes": rw.writes, "definition": before["definition"]}
+    if target is not None:
+        member, res = target
+        ref = env.ref
+        applied = bool(rw.patch)
+        if applied:  # the patch as returned: led by the test of the resourceVersion read
+            out["object"] = await actions.patch_object(member, res, ref.namespace if res.namespaced else None,
+                                                       ref.name, obj, rw.patch)
+        out["applied"] = applied
     return {"cluster": cluster, **out} if cluster is not None else out

@@ -50,11 +50,18 @@ def _fleet_mode(request: Request) -> bool:
     return bool(getattr(service, "fleet_mode", False))
 
 
+def _actions(request: Request) -> bool:
+    """The service writes to workloads (--actions true): the workload page offers Suspend / Resume."""
+    service = getattr(request.app.state, "service", None)
+    return bool(getattr(getattr(service, "settings", None), "actions", False))
+
+
 async def _shell(request: Request) -> Response:
     base = html.escape(str(request.scope.get("root_path") or "").rstrip("/"), quote=True)
     fleet = _fleet_mode(request)
     body = (SHELL.replace("{{BASE}}", base).replace("{{VERSION}}", html.escape(__version__))
-            .replace("{{FLEET}}", "true" if fleet else "false").replace("{{FLEET_HIDDEN}}", "" if fleet else " hidden"))
+            .replace("{{FLEET}}", "true" if fleet else "false")
+            .replace("{{ACTIONS}}", "true" if _actions(request) else "false").replace("{{FLEET_HIDDEN}}", "" if fleet else " hidden"))
     return Response(body, media_type="text/html; charset=utf-8",
                     headers={"Cache-Control": "no-cache", **SECURITY_HEADERS})
 

@@ -31,10 +31,11 @@ def apiserver() -> Iterator[ApiServer]:
                 crd("jobset.x-k8s.io", "JobSet", "jobsets", ["v1alpha2"]),
                 crd("kubeflow.org", "PyTorchJob", "pytorchjobs", ["v1"]),
                 crd("acme.example.com", "BatchTask", "batchtasks", ["v1"]),
-                crd("serving.kserve.io", "InferenceService", "inferenceservices", ["v1beta1"])):
+                crd("serving.kserve.io", "InferenceService", "inferenceservices", ["v1beta1"]),
+                crd("ray.io", "RayCluster", "rayclusters", ["v1"])):
         k.apply(doc)
     k.wait_crds(["kartas.run.ai", "jobsets.jobset.x-k8s.io", "pytorchjobs.kubeflow.org",
-                 "batchtasks.acme.example.com", "inferenceservices.serving.kserve.io"])
+                 "batchtasks.acme.example.com", "inferenceservices.serving.kserve.io", "rayclusters.ray.io"])
     k.ensure_namespace(SERVICE_NS)
     for doc in service_rbac("wlmap-service", SERVICE_NS):
         k.apply(doc)
@@ -67,9 +68,10 @@ def direct(apiserver: ApiServer) -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def secured(apiserver: ApiServer) -> Iterator[Server]:
-    """The service with --auth kubernetes: callers need a token and RBAC rights."""
+    """The service with --auth kubernetes: callers need a token and RBAC rights (and `patch` to
+    suspend, resume or apply: --actions true)."""
     s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS,
-               "--auth", "kubernetes", "--karta-resources", "false")
+               "--auth", "kubernetes", "--karta-resources", "false", "--actions", "true")
     yield s
     s.stop()
 

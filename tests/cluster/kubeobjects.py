@@ -26,6 +26,7 @@ PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("run.ai", "Karta"): ("kartas", False), ("jobset.x-k8s.io", "JobSet"): ("jobsets", True),
     ("kubeflow.org", "PyTorchJob"): ("pytorchjobs", True), ("acme.example.com", "BatchTask"): ("batchtasks", True),
     ("serving.kserve.io", "InferenceService"): ("inferenceservices", True),
+    ("ray.io", "RayCluster"): ("rayclusters", True), ("act.example.com", "Gadget"): ("gadgets", True),
 }
 
 
@@ -130,6 +131,9 @@ def service_rbac(user: str, namespace: str) -> list[dict[str, Any]]:
     return [
         {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "wlmap-service"},
          "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
+                   # what the chart grants with config.actions: true, for the kinds tests suspend
+                   {"apiGroups": ["jobset.x-k8s.io", "ray.io", "acme.example.com", "act.example.com"],
+                    "resources": ["*"], "verbs": ["patch"]},
                    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
                    {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]},
         {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "wlmap-service"},

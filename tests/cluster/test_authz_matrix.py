@@ -70,7 +70,7 @@ def world(kubectl: Kubectl) -> None:
 @pytest.fixture(scope="module")
 def direct(apiserver: ApiServer, world: None) -> Iterator[Server]:
     s = Server("--kubeconfig", str(apiserver.kubeconfig("service")), "--namespace", SERVICE_NS,
-               "--auth", "kubernetes", "--karta-resources", "false", "--cache", "false")
+               "--auth", "kubernetes", "--karta-resources", "false", "--cache", "false", "--actions", "true")
     yield s
     s.stop()
 
@@ -275,6 +275,53 @@ def batch_refs(x: Ctx) -> None:
     assert got[1][0] == 403 and got[1] == got[2], got  # existence never shows through a refusal
 
 
+def act_on_workload(prefix: str, which: str) -> Callable[[Ctx], None]:
+    """POST {prefix}/workloads/{ns}/{name}/suspend|resume: `patch` on the object, asked before it
+    is read (dana may get the JobSet, not change it); admin's suspend is undone at once."""
+    def check(x: Ctx) -> None:
+        c = x.client()
+        path = f"{prefix}/workloads/{{}}/{{}}/{which}"
+        r = c.post(path.format(NS, "guarded"))
+        if x.user is None:
+            assert r.status_code == 401
+            return
+        if x.user == "admin":
+            assert r.status_code == 200 and r.json()["workload"]["name"] == "guarded", r.text
+            if which == "suspend":
+                assert c.post(f"{prefix}/workloads/{NS}/guarded/resume").status_code == 200
+            assert c.post(path.format(OTHER, "no-such-workload"), params={"kind": "JobSet"}).status_code == 404
+            return
+        for ns in (NS, OTHER):
+            for params in ({}, {"kind": "JobSet"}, {"kind": "jobsets", "apiVersion": JOBSET["apiVersion"]}):
+                name = "guarded" if ns == NS else "hidden"
+                a, b = c.post(path.format(ns, name), params=params), c.post(path.format(ns, "no-such"), params=params)
+                _same_refusal(a, b)
+                assert "not allowed to patch" in a.json()["detail"], a.text
+
+    return check
+
+
+def apply_update(x: Ctx) -> None:
+    """POST /interpret/update?apply=true: `patch` on the ref, asked before it is read."""
+    c = x.client()
+
+    def post(ns: str, name: str) -> httpx.Response:
+        return c.post("/interpret/update", params={"apply": "true"},
+                      json={"ref": {**JOBSET, "namespace": ns, "name": name}, "set": {"labels": {"queue": "a"}}})
+
+    r = post(NS, "guarded")
+    if x.user is None:
+        assert r.status_code == 401
+        return
+    if x.user == "admin":
+        assert r.status_code == 200 and "applied" in r.json(), r.text
+        assert post(OTHER, "no-such-workload").status_code == 404
+        return
+    _same_refusal(r, post(NS, "no-such-workload"))
+    assert "not allowed to patch" in r.json()["detail"]
+    _same_refusal(post(OTHER, "hidden"), post(OTHER, "no-such-workload"))
+
+
 def metrics_for_workloads(x: Ctx) -> None:
     service_view("/metrics/workloads", needs_model=True)(x)
 
@@ -304,10 +351,16 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
     ("POST", "/interpret"): [interpret_ref("/interpret")],
     ("POST", "/interpret/batch"): [batch_refs],
     ("POST", "/interpret/update"): [interpret_ref("/interpret/update", {"set": {"labels": {"queue": "a"}}},
-                                                  lambda j: j["object"]["metadata"]["name"])],
+                                                  lambda j: j["object"]["metadata"]["name"]), apply_update],
     ("GET", "/workloads/{namespace}/{name}"): [one_workload(""), one_workload("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads/{namespace}/{name}"):
         [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True)],
+    ("POST", "/workloads/{namespace}/{name}/suspend"): [act_on_workload("", "suspend")],
+    ("POST", "/workloads/{namespace}/{name}/resume"): [act_on_workload("", "resume")],
+    ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/suspend"):
+        [act_on_workload(f"/clusters/{HOME}", "suspend")],
+    ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/resume"):
+        [act_on_workload(f"/clusters/{HOME}", "resume")],
     ("GET", "/workloads"): [workload_list(""), workload_list("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads"):
         [workload_list(f"/clusters/{HOME}"), workload_list(f"/clusters/{HOME}", watch=True)],

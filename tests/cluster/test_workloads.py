@@ -207,7 +207,7 @@ def test_interpret_by_reference(service: Server, world: dict[str, Any]) -> None:
     assert r.status_code == 404 and r.json()["type"].endswith("workload-not-found")
     r = c.post("/interpret", json={"ref": dict(ref, kind="NotAKind")})
     assert r.status_code == 404 and r.json()["type"].endswith("kind-not-served")
-    r = c.post("/interpret", json={"ref": {"apiVersion": "ray.io/v1", "kind": "RayCluster", "namespace": NS,
+    r = c.post("/interpret", json={"ref": {"apiVersion": "ray.io/v1", "kind": "RayJob", "namespace": NS,
                                            "name": "x"}})
     assert r.status_code == 404 and "not served" in r.json()["detail"]
 

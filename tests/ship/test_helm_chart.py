@@ -61,6 +61,7 @@ FULL_VALUES: dict[str, Any] = {
     "replicas": 3,
     "image": {"repository": "registry.example.com/ai/workload-map", "tag": "1.2.3", "pullPolicy": "Always"},
     "config": {"workers": 2, "evalDeadline": 2.5, "evalWorkers": 3, "isolation": "all", "maxBodyBytes": 10485760,
+               "actions": True,
                "allowInlineDefinitions": False, "auth": "none", "configmapSelector": "team=ml",
                "kartaResources": False, "logLevel": "debug", "jqResultCache": False, "cache": False,
                "watchNamespaces": ["team-a", "team-b"], "streamBuffer": 50, "streamWriteTimeout": 2.5},
@@ -250,7 +251,7 @@ def test_default_render() -> None:
     assert env_of(objs) == {
         "WLMAP_WORKERS": "1", "WLMAP_EVAL_DEADLINE": "2", "WLMAP_EVAL_WORKERS": "2", "WLMAP_ISOLATION": "untrusted",
         "WLMAP_MAX_BODY_BYTES": "3145728", "WLMAP_ALLOW_INLINE_DEFINITIONS": "true", "WLMAP_AUTH": "kubernetes",
-        "WLMAP_NAMESPACE": RELEASE_NS, "WLMAP_CONFIGMAP_SELECTOR": "workload-map.dev/definitions",
+        "WLMAP_ACTIONS": "false", "WLMAP_NAMESPACE": RELEASE_NS, "WLMAP_CONFIGMAP_SELECTOR": "workload-map.dev/definitions",
         "WLMAP_KARTA_RESOURCES": "true", "WLMAP_LOG_LEVEL": "info", "WLMAP_JQ_RESULT_CACHE": "true",
         "WLMAP_CACHE": "true", "WLMAP_STREAM_BUFFER": "1000", "WLMAP_STREAM_WRITE_TIMEOUT": "10", "TMPDIR": "/tmp"}
 
@@ -306,7 +307,7 @@ def test_rbac_is_exactly_the_readme_table() -> None:
     """Every built-in root kind (walked in definitions/) is granted get/list/watch, and the
     service account gets exactly what README's table lists, with every feature on: a catalog
     kind added without a rule, or a rule nobody documented, fails here."""
-    objs = objects(render({"clusters": {"secrets": {"enabled": True}}}))
+    objs = objects(render({"clusters": {"secrets": {"enabled": True}}, "config": {"actions": True}}))
     granted = {(g, r, v, "cluster") for g, r, v in rule_set(named(objs, "ClusterRole", FULLNAME)["rules"])}
     for role in (FULLNAME, f"{FULLNAME}-cluster-secrets"):
         granted |= {(g, r, v, "release namespace") for g, r, v in rule_set(named(objs, "Role", role)["rules"])}
@@ -333,6 +334,7 @@ def test_full_values_render() -> None:
     assert env == {
         "WLMAP_WORKERS": "2", "WLMAP_EVAL_DEADLINE": "2.5", "WLMAP_EVAL_WORKERS": "3", "WLMAP_ISOLATION": "all",
         "WLMAP_MAX_BODY_BYTES": "10485760", "WLMAP_ALLOW_INLINE_DEFINITIONS": "false", "WLMAP_AUTH": "none",
+        "WLMAP_ACTIONS": "true",
         "WLMAP_NAMESPACE": FULL_NS, "WLMAP_CONFIGMAP_SELECTOR": "team=ml", "WLMAP_KARTA_RESOURCES": "false",
         "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_CACHE": "false",
         "WLMAP_STREAM_BUFFER": "50", "WLMAP_STREAM_WRITE_TIMEOUT": "2.5",
@@ -391,9 +393,10 @@ def test_full_values_render() -> None:
     assert reader["subjects"] == [PROMETHEUS_SA]
 
     # auth none: no token or access reviews; no Karta resources: no kartas; no cache: no CRDs; the
-    # extra rule is there; Events are read either way (the diagnosis)
+    # extra rule is there; Events are read either way (the diagnosis); actions: patch on root kinds
     rules = named(objs, "ClusterRole", "wlmap-full-workload-map")["rules"]
-    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS
+    patch = {(g, _chart_rbac().plural(k), "patch") for g, k in root_kinds()}
+    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS | patch
     assert all("*" not in r["resources"] and "secrets" not in r["resources"] for r in rules)
 
 
@@ -571,6 +574,17 @@ def test_crd_watch_rule_follows_the_cache() -> None:
     assert CRDS <= rule_set(named(objects(render()), "ClusterRole", FULLNAME)["rules"])
     off = rule_set(named(objects(render({"config": {"cache": False}})), "ClusterRole", FULLNAME)["rules"])
     assert not CRDS & off and off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS
+
+
+def test_patch_rules_follow_actions() -> None:
+    """config.actions: `patch` on every built-in root kind, and nothing else is added; WLMAP_ACTIONS."""
+    plural = _chart_rbac().plural
+    on = objects(render({"config": {"actions": True}}))
+    added = rule_set(named(on, "ClusterRole", FULLNAME)["rules"]) - rule_set(
+        named(objects(render()), "ClusterRole", FULLNAME)["rules"])
+    assert added == {(g, plural(k), "patch") for g, k in root_kinds()}
+    assert env_of(on)["WLMAP_ACTIONS"] == "true"
+    assert _settings_from(env_of(on)).actions is True
 
 
 def test_workload_metrics_reader_clusterrole() -> None:

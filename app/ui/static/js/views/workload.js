@@ -4,6 +4,7 @@
 // the workload of that cluster (a service reading several); either way the page names the cluster
 // the answer comes from.
 
+import { actionButtons } from "../actions.js";
 import { api, failure } from "../api.js";
 import { age, h, keepPlace, listHref, phaseChip, plural, put, setTitle, ui } from "../dom.js";
 import { definitionLine, resultSections } from "../details.js";
@@ -42,7 +43,10 @@ export function renderWorkload(view, namespace, name, cluster = "") {
   const phase = h("span", { id: "head-phase" });
   const sub = h("div", { class: "sub", id: "head-sub" }, params.get("kind") || "");
   const refresh = h("button", { type: "button", class: "secondary", id: "refresh" }, "Refresh");
-  const tools = h("div", { class: "head-tools" }, live.el, refresh);
+  let shownKind = {}; // the kind of the workload shown: an action acts on exactly that one
+  const acts = actionButtons((which) => `${apiPath(at, namespace, name)}/${which}?` +
+    new URLSearchParams({ kind: shownKind.kind, apiVersion: shownKind.apiVersion }), (result) => show(result));
+  const tools = h("div", { class: "head-tools" }, live.el, acts.el, refresh);
   const gone = h("div", { id: "gone" });
   const why = h("div", { id: "why" });
   const body = h("div", { id: "workload-body" }, h("div", { class: "loading" }, "Loading…"));
@@ -58,6 +62,7 @@ export function renderWorkload(view, namespace, name, cluster = "") {
         h("h1", { class: "workload-title" }, h("span", { id: "workload-name" }, name), " ", phase),
         sub),
       tools),
+    acts.message,
     gone,
     why,
     body);
@@ -75,6 +80,8 @@ export function renderWorkload(view, namespace, name, cluster = "") {
     if (text === shown) return;
     shown = text;
     const w = result.workload || {};
+    shownKind = { kind: w.kind || "", apiVersion: w.apiVersion || "" };
+    acts.update(result);
     if (result.cluster && result.cluster !== at) {
       at = result.cluster;
       drawCrumbs();

@@ -1,0 +1,198 @@
+"""Acting on workloads (with --actions true): suspend, resume, and applying an update's patch.
+
+Every write follows the same steps:
+
+1. the caller's `patch` right on the object, in the cluster that holds it, is asked before the
+   object is read (auth.require_patch), so a refusal is the same whether or not it exists;
+2. the object is read from the API server (never the live model, which keeps only what
+   definitions read) with the caller's `get` right;
+3. the new object is computed (engine/suspend.py, engine/update.py) and the difference sent as
+   ONE JSON patch led by a test of the resourceVersion read (cluster/writes.py): a concurrent
+   change is a 409 and nothing is written.
+
+The audit line of the request lists the `patch` check with the caller's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from fastapi import Request
+from starlette.responses import Response
+
+from ..cluster.kube import Resource
+from ..cluster.reader import Allow, LookupFailed
+from ..cluster.workloads import Workloads
+from ..cluster.writes import WriteFailed, guard, guarded_patch
+from ..engine.suspend import ActionError, NoSuspendDefinition, apply_actions
+from ..engine.update import make_patch
+from ..fleet.member import Member
+from . import fleet_reads
+from .auth import may_not_patch
+from .problems import ProblemError
+
+OFF = "actions are off (--actions): this service does not write to workloads"
+
+
+def need_actions(service: Any) -> None:
+    """403 unless the service was started with --actions true."""
+    if not service.settings.actions:
+        raise ProblemError(403, "actions-disabled", "Actions are disabled", OFF)
+
+
+def direct(service: Any, member: Member) -> Workloads:
+    """The member's API-server reader (writes read what is stored, not the model's projection)."""
+    reader = service.reader(member, whole=True)
+    assert isinstance(reader, Workloads)
+    return reader
+
+
+def write_problem(e: WriteFailed) -> ProblemError:
+    if e.status == 403:  # the caller may patch, the service's own account may not: a deployment problem
+        return ProblemError(503, "service-forbidden", "Service unavailable",
+                            f"the service account is {e.message[0].lower()}{e.message[1:]} (the chart grants "
+                            "`patch` on the catalog's kinds with config.actions: true)")
+    titles = {409: "Conflict", 404: "Workload not found", 422: "Patch refused", 503: "Service unavailable"}
+    return ProblemError(e.status, e.slug, titles.get(e.status, "Error"), e.message)
+
+
+async def patch_object(member: Member, res: Resource, namespace: str | None, name: str, old: dict[str, Any],
+                       ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """Send `ops` guarded by `old`'s resourceVersion; the object as stored after (409 on a conflict)."""
+    rv = (old.get("metadata") or {}).get("resourceVersion")
+    if not isinstance(rv, str) or not rv:
+        raise ProblemError(422, "unguarded-patch", "Patch refused", "the object read has no resourceVersion")
+    assert member.kube is not None
+    try:
+        return await guarded_patch(member.kube, res, namespace, name, guard(ops, rv))
+    except WriteFailed as e:
+        raise write_problem(e) from None
+
+
+async def _member(service: Any, state: dict[str, Any], cluster: str | None, namespace: str, name: str,
+                  kind: str | None, api_version: str | None) -> Member:
+    if cluster is None and service.fleet_mode:  # the one cluster holding it, as GET finds it
+        return await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, api_version,
+                                               lambda m: service.auth.rights(state, m),
+                                               lambda m: service.reader(m, kind, api_version, namespace))
+    return service.member(cluster)
+
+
+async def _patchable(reader: Workloads, allow: Allow, namespace: str, name: str, kind: str | None,
+                     api_version: str | None) -> tuple[list[Resource], list[Resource]]:
+    """The kinds the name may belong to, and those the caller may patch it in (asked before any read)."""
+    if kind and api_version:
+        res = await reader.resource(api_version, kind)
+        kinds = [res] if res is not None else []
+    else:
+        kinds = [k.resource for k in await reader.served(kind, api_version) if k.resource is not None]
+    may = await asyncio.gather(*(allow("patch", r, namespace if r.namespaced else None, name) for r in kinds))
+    return kinds, [r for r, ok in zip(kinds, may) if ok]
+
+
+def _may_not_patch(kinds: list[Resource], namespace: str, kind: str | None) -> ProblemError:
+    if len(kinds) == 1:
+        return may_not_patch(kinds[0], namespace if kinds[0].namespaced else None)
+    return ProblemError(403, "forbidden", "Forbidden", "not allowed to patch any workload kind"
+                                                       f"{' named ' + repr(kind) if kind else ''} in namespace {namespace}")
+
+
+async def suspend_or_resume(service: Any, state: dict[str, Any], which: str, cluster: str | None, namespace: str,
+                            name: str, kind: str | None, api_version: str | None, pods: bool) -> bytes:
+    """POST .../workloads/{ns}/{name}/suspend|resume: the definition's actions, as one guarded
+    patch; the live interpretation read after it."""
+    need_actions(service)
+    service.need_cluster("live workloads")
+    member = await _member(service, state, cluster, namespace, name, kind, api_version)
+    allow = service.auth.rights(state, member)
+    try:
+        reader = direct(service, member)
+        kinds, patchable = await _patchable(reader, allow, namespace, name, kind, api_version)
+        if kinds and not patchable:
+            raise _may_not_patch(kinds, namespace, kind)
+
+        async def allow_read(verb: str, res: Resource, ns: str | None, obj: str | None) -> bool:
+            # look only where the caller may patch: a name is never found in a kind they may not change
+            return (verb != "get" or res in patchable) and await allow(verb, res, ns, obj)
+
+        found = await reader.locate(namespace, name, kind, api_version, allow=allow_read, with_pods=pods)
+        d = reader.definition_for(found.resource.gvk)
+    except LookupFailed as e:
+        raise service.explained(e, namespace, name, kind) from None
+    obj = reader.body(found)
+    try:
+        new = apply_actions(d, obj, which)
+    except NoSuspendDefinition as e:
+        raise ProblemError(422, "no-suspend-definition", "No suspendDefinition", str(e)) from None
+    except ActionError as e:
+        raise ProblemError(422, "invalid-suspend-action", "Invalid suspend action",
+                           f"the definition {d.name}: {e}", [{"path": e.field, "message": e.message}]) from None
+    res, ns = found.resource, found.namespace or None
+    ops = make_patch(obj, new)
+    if ops:  # already suspended (resumed): nothing to write
+        await patch_object(member, res, ns, name, obj, ops)
+    state["definition"] = d.name
+    try:
+        body = await reader.describe(namespace, name, res.kind, res.api_version, with_pods=pods, allow=allow)
+    except LookupFailed as e:
+        raise service.explained(e, namespace, name, kind) from None
+    out = orjson.loads(body)
+    out["action"] = {"name": which, "changed": bool(ops)}
+    return orjson.dumps(out)
+
+
+async def authorize_apply(service: Any, state: dict[str, Any], ref: dict[str, Any]) -> tuple[Member, Resource]:
+    """`/interpret/update?apply=true`: the cluster and kind of the ref, and the caller's `patch`
+    right there, asked before the object is read."""
+    need_actions(service)
+    member = await service.ref_member(ref, state)
+    reader = direct(service, member)
+    ns = ref.get("namespace")
+    try:
+        res = await reader.resource(ref["apiVersion"], ref["kind"])
+    except LookupFailed as e:
+        raise service.explained(e, ns or "", ref["name"], ref["kind"]) from None
+    if res is None:
+        raise ProblemError(404, "kind-not-served", "Not found",
+                           f"{ref['kind']} ({ref['apiVersion']}) is not served by this cluster")
+    await service.auth.require_patch(state, member, res, ns if res.namespaced else None, ref["name"])
+    return member, res
+
+
+ROUTE_DOC = """Applies the workload's definition's `suspendDefinition` ({which}Actions: each `(path) =
+    value` in order, on the object as the API server holds it) as one JSON patch guarded by its
+    resourceVersion, and answers the live interpretation read after it (`action.changed`: false
+    when there was nothing to change).  Only with `--actions true` (else 403 `actions-disabled`).
+    The caller needs `patch` on the workload (asked before it is read) and `get` on it; `kind` /
+    `apiVersion` as GET /workloads/{{namespace}}/{{name}} takes them.  409 `conflict`: the object
+    changed between the read and the patch, nothing was written.  422 `no-suspend-definition`:
+    the definition has none."""
+
+
+def add_routes(app: Any, service: Any, which: str, model: Any, problems: dict[int, Any]) -> None:
+    """POST /workloads/{ns}/{name}/<which> and its /clusters/{cluster}/... twin."""
+    async def act(request: Request, cluster: str | None, namespace: str, name: str, kind: str | None,
+                  api_version: str | None, pods: bool) -> Response:
+        body = await suspend_or_resume(service, request.scope["state"], which, cluster, namespace, name, kind,
+                                       api_version, pods)
+        return Response(body, media_type="application/json")
+
+    async def one(namespace: str, name: str, request: Request, kind: str | None = None,
+                  apiVersion: str | None = None, pods: bool = True, cluster: str | None = None) -> Response:
+        return await act(request, cluster, namespace, name, kind, apiVersion, pods)
+
+    async def in_cluster(cluster: str, namespace: str, name: str, request: Request, kind: str | None = None,
+                         apiVersion: str | None = None, pods: bool = True) -> Response:
+        return await act(request, cluster, namespace, name, kind, apiVersion, pods)
+
+    doc = ROUTE_DOC.format(which=which)
+    app.add_api_route(f"/workloads/{{namespace}}/{{name}}/{which}", one, methods=["POST"],
+                      operation_id=f"{which}Workload", response_model=model, responses=problems, tags=["workloads"],
+                      summary=f"{which.capitalize()} a workload through its definition (--actions true)",
+                      description=doc)
+    app.add_api_route(f"/clusters/{{cluster}}/workloads/{{namespace}}/{{name}}/{which}", in_cluster,
+                      methods=["POST"], operation_id=f"{which}ClusterWorkload", response_model=model,
+                      responses=problems, tags=["clusters"],
+                      summary=f"{which.capitalize()} a workload of one cluster (--actions true)", description=doc)
