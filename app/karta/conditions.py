@@ -73,7 +73,9 @@ def claims(objects: dict[str, dict[str, Any]]) -> dict[GVK, list[str]]:
 
 
 def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]:
-    return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": message[:MAX_MESSAGE]}
+    # never an empty message: a JSON merge patch turns "" into null, which a typed status schema refuses
+    return {"type": type_, "status": "True" if ok else "False", "reason": reason,
+            "message": message[:MAX_MESSAGE] or reason}
 
 
 def used_for(registry: Registry, gvk: GVK) -> tuple[Definition | None, str]:
@@ -103,14 +105,15 @@ def conditions(name: str, obj: dict[str, Any], definition: Definition | None, un
         findings.append(unreadable)
     valid = not findings
     validated = _cond("Validated", valid, "ValidationSucceeded" if valid else "ValidationFailed",
-                      "" if valid else "\n".join(findings) or "Karta validation failed")
+                      "the definition passes validation" if valid else "\n".join(findings) or "Karta validation failed")
 
     crd_ok = bool(gvk and served(gvk))
     if gvk is None:
         crd = _cond("CRDExists", False, "CRDNotFound", "the root component names no full group, version and kind")
     else:
         crd = _cond("CRDExists", crd_ok, "CRDFound" if crd_ok else "CRDNotFound",
-                    "" if crd_ok else f"CRD for {gvk[0]}/{gvk[2]} not found or does not serve version {gvk[1]}")
+                    f"the API server serves {show(gvk)}" if crd_ok else
+                    f"CRD for {gvk[0]}/{gvk[2]} not found or does not serve version {gvk[1]}")
 
     others = [n for n in claimed.get(gvk, []) if n != name] if gvk else []
     used, why = used_for(registry, gvk) if gvk else (None, "")
@@ -119,7 +122,8 @@ def conditions(name: str, obj: dict[str, Any], definition: Definition | None, un
         conflict = _cond("Conflict", True, "DuplicateKind",
                          f"Karta {names} also names {show(gvk)}; {why}")  # type: ignore[arg-type]
     else:
-        conflict = _cond("Conflict", False, "NoConflict", "")
+        conflict = _cond("Conflict", False, "NoConflict", f"no other Karta names {show(gvk)}" if gvk else
+                         "no root group, version and kind to compare")
 
     in_force = used is not None and definition is not None and used.origin == origin_of(name) \
         and used.digest == definition.digest
