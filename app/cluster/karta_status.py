@@ -8,10 +8,11 @@ watch event our own write causes finds nothing to do (no write loops), and every
 the resourceVersion it was computed from (a concurrent edit makes it a 409: recomputed from
 the newer object on the next pass).
 
-Passes run after each reload of the Karta source (debounced watch events), when this replica
-becomes leader, and when a CustomResourceDefinition comes or goes (a metadata-only CRD watch):
-then discovery forgets that group, and a kind not served yet is looked at again for a few
-seconds, because discovery serves a new CRD's kind shortly after the CRD is established.
+Passes run after each reload of the Karta source (debounced watch events) or of any other
+definition source (a ConfigMap may shadow a Karta), when this replica becomes leader, and when
+a CustomResourceDefinition comes or goes (a metadata-only CRD watch): then discovery forgets
+that group, and its kinds are looked at again every second for a few seconds, because
+discovery serves (or drops) a CRD's kind shortly after the CRD changes.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class KartaStatusManager:
         self._events_allowed = True
         self.writes = {"status": 0, "labels": 0, "events": 0}  # tests and logs read them
         self._task: asyncio.Task[None] | None = None
-        source.on_reload.append(self._dirty.set)
+        source.on_reload.append(self._dirty.set)  # Kartas changed (their status too)
+        store.listeners.append(lambda _state: self._dirty.set())  # any source: what is in force may change
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, stop: asyncio.Event) -> asyncio.Task[None]:
@@ -93,6 +95,8 @@ class KartaStatusManager:
                 "writes": dict(self.writes)}
 
     def _on_crd(self, type_: str, key: Any, old: Any, new: Any) -> None:
+        if not self.crds.synced_once.is_set():
+            return  # the first list: nothing changed, discovery is asked anyway
         group = (new or old).name.partition(".")[2]
         self.kube.discovery.forget_group(group)
         self._crd_changed[group] = time.monotonic()
@@ -130,9 +134,10 @@ class KartaStatusManager:
         defs, unreadable = self.source.latest
         registry = self.store.registry
         claimed = kc.claims(objects)
-        served = await self._served({g for g in claimed})
-        again = any(not ok and time.monotonic() - self._crd_changed.get(g[0], -RECHECK) < RECHECK
-                    for g, ok in served.items())
+        self._crd_changed = {g: t for g, t in self._crd_changed.items() if self._recent(g)}
+        served = await self._served(set(claimed))
+        # a CRD of a Karta's group changed lately: discovery may not show it yet, look again soon
+        again = any(self._recent(g[0]) for g in served)
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         for name, obj in sorted(objects.items()):
             if not self.elector.leading:
@@ -152,10 +157,14 @@ class KartaStatusManager:
     async def _served(self, gvks: set[kc.GVK]) -> dict[kc.GVK, bool]:
         out: dict[kc.GVK, bool] = {}
         for gvk in gvks:
-            if time.monotonic() - self._crd_changed.get(gvk[0], -RECHECK) < RECHECK:
+            if self._recent(gvk[0]):
                 self.kube.discovery.forget(gvk[0], gvk[1])  # its CRD changed lately: ask, do not trust the cache
             out[gvk] = await self.kube.resource(gvk) is not None
         return out
+
+    def _recent(self, group: str) -> bool:
+        changed = self._crd_changed.get(group)
+        return changed is not None and time.monotonic() - changed < RECHECK
 
     async def _write(self, name: str, obj: dict[str, Any], want: list[dict[str, str]], now: str) -> None:
         meta = obj.get("metadata") or {}

@@ -181,6 +181,41 @@ def test_kind_without_crd_turns_ready_when_the_crd_comes(manager: Server, kubect
     assert conds(kubectl, "ks-late")["CRDExists"]["reason"] == "CRDFound"
     eventually(lambda: [e for e in events(apiserver, "ks-late") if e["reason"] == "Validated"], what="Event")
 
+    kubectl.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "latetasks.late.example.com")
+    eventually(lambda: states(kubectl, "ks-late")["CRDExists"] == "False", timeout=15, what="CRD gone")
+    assert states(kubectl, "ks-late")["Ready"] == "False"
+
+
+def test_status_edited_by_someone_else_is_put_right(manager: Server, kubectl: Kubectl, made: list) -> None:
+    create(kubectl, made, karta("ks-foreign"))
+    want = {"Validated": "True", "CRDExists": "True", "Ready": "True", "Conflict": "False"}
+    eventually(lambda: states(kubectl, "ks-foreign") == want, what="status written")
+    good = conds(kubectl, "ks-foreign")
+    forged = [dict(c, status="False", reason="Forged") for c in good.values()]
+    kubectl.set_status(kubectl.get(KARTA_API, "Karta", None, "ks-foreign"), {"conditions": forged})
+    eventually(lambda: states(kubectl, "ks-foreign") == want, what="status put right")
+    kubectl.patch(kubectl.get(KARTA_API, "Karta", None, "ks-foreign"),
+                  {"metadata": {"labels": {"run.ai/karta-kind": "Other"}}})
+    eventually(lambda: kubectl.get(KARTA_API, "Karta", None, "ks-foreign")["metadata"]["labels"]
+               ["run.ai/karta-kind"] == "BatchTask", what="label put right")
+
+
+def test_karta_shadowed_by_a_configmap_is_not_in_force(manager: Server, kubectl: Kubectl, made: list) -> None:
+    create(kubectl, made, karta("ks-shadowed"))
+    eventually(lambda: states(kubectl, "ks-shadowed").get("Ready") == "True", what="in force")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "ks-shadow", "namespace": SERVICE_NS,
+                       "labels": {"workload-map.dev/definitions": "true"}},
+          "data": {"batchtask.yaml": definition_text(BATCHTASK_DEF)}}
+    kubectl.apply(cm)
+    made.append(("v1", "ConfigMap", SERVICE_NS, "ks-shadow"))
+    eventually(lambda: states(kubectl, "ks-shadowed")["Ready"] == "False", what="shadowed")
+    ready = conds(kubectl, "ks-shadowed")["Ready"]
+    assert ready["message"] == (
+        'valid and served, but not in force: the service uses definition "acme-example-com-batchtask-v1" from '
+        f"configmap configmap:{SERVICE_NS}/ks-shadow/batchtask.yaml, which takes precedence over Karta resources")
+    assert states(kubectl, "ks-shadowed")["Conflict"] == "False"  # no other *Karta* names the kind
+
 
 def test_two_kartas_for_one_kind_report_the_conflict(manager: Server, kubectl: Kubectl, made: list) -> None:
     create(kubectl, made, karta("ks-dup-a"))
