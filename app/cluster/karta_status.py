@@ -61,6 +61,8 @@ class KartaStatusManager:
         self._events_allowed = True
         self.writes = {"status": 0, "labels": 0, "events": 0}  # tests and logs read them
         self._task: asyncio.Task[None] | None = None
+        self._lease_task: asyncio.Task[None] | None = None
+        self._refused: str | None = None  # the last 403 logged (RBAC missing: said once, retried slowly)
         source.on_reload.append(self._dirty.set)  # Kartas changed (their status too)
         store.listeners.append(lambda _state: self._dirty.set())  # any source: what is in force may change
 
@@ -70,8 +72,8 @@ class KartaStatusManager:
         return self._task
 
     async def run(self, stop: asyncio.Event) -> None:
-        tasks = [asyncio.create_task(self.elector.run(stop), name="karta-lease"),
-                 asyncio.create_task(self.crds.run(stop), name="karta-manager-crds"),
+        self._lease_task = asyncio.create_task(self.elector.run(stop), name="karta-lease")
+        tasks = [self._lease_task, asyncio.create_task(self.crds.run(stop), name="karta-manager-crds"),
                  asyncio.create_task(self._loop(stop), name="karta-status")]
         try:
             await asyncio.gather(*tasks)
@@ -83,11 +85,15 @@ class KartaStatusManager:
                     await t
 
     async def close(self, timeout: float = 3.0) -> None:
-        """After `stop` is set: wait (bounded) for the Lease to be released."""
-        if self._task is not None:
+        """After `stop` is set: wait (bounded) for the Lease to be released, then end the rest
+        (the CRD watch would only notice `stop` at its next event)."""
+        if self._lease_task is not None:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(self._task), timeout)
+                await asyncio.wait_for(asyncio.shield(self._lease_task), timeout)
+        if self._task is not None:
             self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
 
     def status(self) -> dict[str, Any]:
         e = self.elector
@@ -116,6 +122,14 @@ class KartaStatusManager:
                 continue
             try:
                 again = await self.reconcile()
+                self._refused = None
+            except Forbidden as e:
+                if e.message != self._refused:
+                    log.warning("not allowed to write Karta status (%s); grant what the chart's kartas.manage "
+                                "grants. Trying again every 30 s", e)
+                    self._refused = e.message
+                await sleep_or_stop(stop, 30.0)
+                again = True
             except KubeError as e:
                 log.warning("Karta status pass failed (%s); trying again", e)
                 again = True

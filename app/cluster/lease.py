@@ -55,12 +55,16 @@ class LeaderElector:
 
     # -- the loop -------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
+        said = ""  # the last error logged: a lasting one (no RBAC for the Lease) is said once
         try:
             while not stop.is_set():
                 try:
                     await self._try()
+                    said = ""
                 except KubeError as e:
-                    log.warning("lease %s/%s: %s", self.namespace, self.name, e)
+                    if str(e) != said:
+                        log.warning("lease %s/%s: %s", self.namespace, self.name, e)
+                        said = str(e)
                 if self.leading and time.monotonic() - self._renewed > self.deadline:
                     log.warning("lease %s/%s: not renewed for %.0f s; stepping down", self.namespace, self.name,
                                 self.deadline)
