@@ -28,13 +28,21 @@ from typing import Any
 from ..karta import conditions as kc
 from ..karta.store import DefinitionStore
 from .informer import Informer, sleep_or_stop
-from .kube import EVENTS, KARTAS, Forbidden, Kube, KubeError, NotFound, Resource
+from .kube import (
+    CRDS,
+    EVENTS,
+    KARTAS,
+    Forbidden,
+    Kube,
+    KubeError,
+    NotFound,
+    Unavailable,
+)
 from .lease import LeaderElector
 from .sources import KartaSource
 
 log = logging.getLogger("wlmap.kartas")
 
-CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 LEASE_NAME = "workload-map-karta-manager"
 EVENT_NAMESPACE = "default"  # Events about cluster-scoped objects live there (as client-go records them)
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -63,6 +71,7 @@ class KartaStatusManager:
         self._task: asyncio.Task[None] | None = None
         self._lease_task: asyncio.Task[None] | None = None
         self._refused: str | None = None  # the last 403 logged (RBAC missing: said once, retried slowly)
+        self._failed: dict[str, str] = {}  # Karta -> the refusal of its last write, logged once
         source.on_reload.append(self._dirty.set)  # Kartas changed (their status too)
         store.listeners.append(lambda _state: self._dirty.set())  # any source: what is in force may change
 
@@ -149,6 +158,7 @@ class KartaStatusManager:
         registry = self.store.registry
         claimed = kc.claims(objects)
         self._crd_changed = {g: t for g, t in self._crd_changed.items() if self._recent(g)}
+        self._failed = {n: m for n, m in self._failed.items() if n in objects}
         served = await self._served(set(claimed))
         # a CRD of a Karta's group changed lately: discovery may not show it yet, look again soon
         again = any(self._recent(g[0]) for g in served)
@@ -160,12 +170,17 @@ class KartaStatusManager:
             want = kc.conditions(name, obj, defs.get(origin), unreadable.get(origin), served.get, registry, claimed)
             try:
                 await self._write(name, obj, want, now)
+                self._failed.pop(name, None)
             except NotFound:
                 continue  # deleted meanwhile
+            except (Forbidden, Unavailable):
+                raise  # the whole pass is off: said once / retried by the loop
             except KubeError as e:
-                if e.status != 409:
-                    raise
-                again = True  # changed meanwhile: computed again from the newer object
+                if e.status == 409:
+                    again = True  # changed meanwhile: computed again from the newer object
+                elif self._failed.get(name) != e.message:  # refused (422...): said once, tried at its next change
+                    log.warning("could not write the status of Karta %s: %s", name, e)
+                    self._failed[name] = e.message
         return again
 
     async def _served(self, gvks: set[kc.GVK]) -> dict[kc.GVK, bool]:
