@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..documents import DocumentError
+from ..karta.conditions import origin_of
 from ..karta.load import (
     Definition,
     NotAKarta,
@@ -193,8 +195,28 @@ class KartaSource(WatchedSource):
     key = CLUSTER
     resource = KARTAS
 
+    def __init__(self, kube: Kube, store: DefinitionStore, **kw: Any):
+        super().__init__(kube, store, **kw)
+        self.latest: tuple[dict[str, Definition], dict[str, str]] = ({}, {})  # last load, by origin
+        self.on_reload: list[Callable[[], None]] = []  # after each reload (the Karta status writer)
+        self._loaded: dict[str, dict[str, Any]] | None = None  # the documents of the last load
+
+    async def _apply(self) -> None:
+        docs = {name: karta_document(obj) for name, obj in self.objects.items()}
+        if docs == self._loaded:  # only status or server-set fields changed (a status write): no reload
+            await self.report([], {})
+            return
+        self._loaded = docs
+        await super()._apply()
+
     def definitions(self) -> tuple[list[Definition], dict[str, str]]:
-        return karta_definitions(self.objects)
+        loaded, unreadable = karta_definitions(self.objects)
+        self.latest = ({d.origin: d for d in loaded}, dict(unreadable))
+        return loaded, unreadable
+
+    async def report(self, rejected: list[Definition], unreadable: dict[str, str]) -> None:
+        for fn in self.on_reload:
+            fn()
 
 
 def karta_definitions(objects: dict[str, dict[str, Any]]) -> tuple[list[Definition], dict[str, str]]:
@@ -202,16 +224,18 @@ def karta_definitions(objects: dict[str, dict[str, Any]]) -> tuple[list[Definiti
     loaded: list[Definition] = []
     unreadable: dict[str, str] = {}
     for name in sorted(objects):
-        obj = objects[name]
-        meta = obj.get("metadata") or {}
-        doc = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-               "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta},
-               "spec": obj.get("spec")}
         try:
-            loaded.append(definition_from_document(doc, "cluster", f"karta:{name}"))
+            loaded.append(definition_from_document(karta_document(objects[name]), "cluster", origin_of(name)))
         except NotAKarta as e:
-            unreadable[f"karta:{name}"] = str(e)
+            unreadable[origin_of(name)] = str(e)
     return loaded, unreadable
+
+
+def karta_document(obj: dict[str, Any]) -> dict[str, Any]:
+    """What of a Karta resource makes its definition: no status, no server-set metadata."""
+    meta = obj.get("metadata") or {}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}, "spec": obj.get("spec")}
 
 
 def _event(cm: dict[str, Any], key: str, message: str) -> dict[str, Any]:

@@ -42,7 +42,7 @@ from ..cluster.diagnosis import (
     gang_minimum,
 )
 from ..cluster.informer import Backoff, Informer, sleep_or_stop
-from ..cluster.kube import EVENTS, PODS, Kube, KubeError, Resource
+from ..cluster.kube import CRDS, EVENTS, PODS, Kube, KubeError, Resource
 from ..cluster.reader import Found, Reader
 from ..cluster.workloads import (
     Allow,
@@ -83,7 +83,6 @@ log = logging.getLogger("wlmap.model")
 BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
 
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
-CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 GK = tuple[str, str]  # (group, kind)
 RETRY_BUSY = 1.0  # seconds before a workload whose evaluation found every worker busy (503) is tried again
 

@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from ..cluster.access import Access
+from ..cluster.karta_status import KartaStatusManager
 from ..cluster.kube import Kube, in_cluster, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
 from ..cluster.workloads import Interpret, Workloads
@@ -63,9 +64,15 @@ class Cluster:
         self.kube, self.store, self.settings = kube, store, settings
         self.namespace = service_namespace(settings)
         self.sources: list[WatchedSource] = []
+        self.karta_manager: KartaStatusManager | None = None
         if kube is not None:
             if settings.karta_resources:
-                self.sources.append(KartaSource(kube, store))
+                kartas = KartaSource(kube, store)
+                self.sources.append(kartas)
+                if settings.manage_kartas:
+                    self.karta_manager = KartaStatusManager(kube, kartas, store, self.namespace)
+            elif settings.manage_kartas:
+                log.warning("--manage-kartas needs --karta-resources true: Karta status is not written")
             self.sources.append(ConfigMapSource(kube, store, self.namespace, name=settings.configmap_name,
                                                 selector=settings.configmap_selector))
         auth = auth_mode(settings) == "kubernetes"
@@ -111,11 +118,15 @@ class Cluster:
     def start(self, stop: asyncio.Event) -> None:
         for src in self.sources:
             self._tasks.append(asyncio.create_task(src.run(stop), name=f"watch-{src.key}"))
+        if self.karta_manager is not None:
+            self._tasks.append(self.karta_manager.start(stop))
         watch = self.settings.cluster_secrets or bool(self.settings.cluster_secret_names)
         self.fleet.start(stop, self.namespace if watch else None, self.settings.cluster_secret_selector,
                          self.settings.cluster_secret_names)
 
     async def close(self) -> None:
+        if self.karta_manager is not None:
+            await self.karta_manager.close()  # the Lease is released before the connection closes
         await self.fleet.close()
         for t in self._tasks:
             t.cancel()
@@ -126,5 +137,8 @@ class Cluster:
             await self.kube.close()
 
     def source_status(self) -> list[dict[str, Any]]:
-        return [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version,
-                 "objects": len(s.objects), "relists": s.relists, "reconnects": s.reconnects} for s in self.sources]
+        out = [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version,
+                "objects": len(s.objects), "relists": s.relists, "reconnects": s.reconnects} for s in self.sources]
+        if self.karta_manager is not None:
+            out[0]["kartaManager"] = self.karta_manager.status()  # the Karta source comes first
+        return out

@@ -429,6 +429,18 @@ class SourceStatus(BaseModel):
     reconnects: int | None = Field(None, description="watches resumed after a broken connection")
     problems: list[str] = Field(default_factory=list, description="documents that could not be read (the last "
                                                                   "good definitions they held stay in service)")
+    kartaManager: KartaManagerStatus | None = Field(None, description="the cluster source with --manage-kartas: "
+                                                                      "this replica's part in writing Karta status")
+
+
+class KartaManagerStatus(BaseModel):
+    lease: str = Field(description="namespace/name of the Lease that elects the one replica writing Karta status")
+    holder: str = Field(description="this replica's identity in the Lease")
+    leading: bool = Field(description="this replica holds the Lease and writes")
+    writes: dict[str, int] = Field(description="writes by this replica so far: status, labels, events")
+
+
+SourceStatus.model_rebuild()
 
 
 class DefinitionList(BaseModel):

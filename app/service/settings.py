@@ -50,6 +50,7 @@ class Settings:
     configmap_selector: str | None = None
     configmap_name: str | None = None
     karta_resources: bool = True
+    manage_kartas: bool = False  # write Karta resources' status, labels and Events (one replica, by Lease)
     auth: str = "auto"
     allow_inline_definitions: bool = True
     actions: bool = False  # suspend/resume and ?apply=true write to the cluster (off by default)
@@ -100,6 +101,7 @@ class Settings:
         s.configmap_selector = _env("configmap_selector")
         s.configmap_name = _env("configmap_name")
         s.karta_resources = _bool(_env("karta_resources", "true"))
+        s.manage_kartas = _bool(_env("manage_kartas", "false"))
         s.auth = _env("auth", s.auth) or s.auth
         s.allow_inline_definitions = _bool(_env("allow_inline_definitions", "true"))
         s.actions = _bool(_env("actions", "false"))
@@ -152,6 +154,7 @@ class Settings:
                 **({"WLMAP_CONFIGMAP_SELECTOR": self.configmap_selector} if self.configmap_selector else {}),
                 **({"WLMAP_CONFIGMAP_NAME": self.configmap_name} if self.configmap_name else {}),
                 "WLMAP_KARTA_RESOURCES": str(self.karta_resources).lower(),
+                "WLMAP_MANAGE_KARTAS": str(self.manage_kartas).lower(),
                 "WLMAP_AUTH": self.auth, "WLMAP_ALLOW_INLINE_DEFINITIONS": str(self.allow_inline_definitions).lower(),
                 "WLMAP_ACTIONS": str(self.actions).lower(),
                 "WLMAP_EVAL_DEADLINE": str(self.eval_deadline), "WLMAP_MAX_BODY_BYTES": str(self.max_body_bytes),
@@ -202,6 +205,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--karta-resources", type=_bool, default=d.karta_resources, metavar="true|false",
                    help="also read Karta custom resources (kartas.run.ai) when that CRD is served "
                         "(WLMAP_KARTA_RESOURCES; default true)")
+    p.add_argument("--manage-kartas", type=_bool, default=d.manage_kartas, metavar="true|false",
+                   help="write each Karta resource's status conditions, index labels and Events; one replica at a "
+                        "time, elected with a Lease in --namespace (WLMAP_MANAGE_KARTAS; default false)")
     p.add_argument("--auth", choices=["auto", "none", "kubernetes"], default=d.auth,
                    help="request authorization (WLMAP_AUTH): kubernetes = bearer token checked with TokenReview and "
                         "SubjectAccessReview; auto (default) = kubernetes when running in a pod, else none")
@@ -306,6 +312,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     definitions=list(args.definitions) + list(getattr(args, "definition", []) or []),
                     kubeconfig=args.kubeconfig, namespace=args.namespace, configmap_selector=args.configmap_selector,
                     configmap_name=args.configmap_name, karta_resources=args.karta_resources,
+                    manage_kartas=args.manage_kartas,
                     auth=args.auth, allow_inline_definitions=args.allow_inline_definitions, actions=args.actions,
                     eval_deadline=args.eval_deadline, max_body_bytes=args.max_body_bytes,
                     eval_workers=args.eval_workers, eval_queue_timeout=args.eval_queue_timeout,

@@ -307,10 +307,15 @@ def test_rbac_is_exactly_the_readme_table() -> None:
     """Every built-in root kind (walked in definitions/) is granted get/list/watch, and the
     service account gets exactly what README's table lists, with every feature on: a catalog
     kind added without a rule, or a rule nobody documented, fails here."""
-    objs = objects(render({"clusters": {"secrets": {"enabled": True}}, "config": {"actions": True}}))
-    granted = {(g, r, v, "cluster") for g, r, v in rule_set(named(objs, "ClusterRole", FULLNAME)["rules"])}
-    for role in (FULLNAME, f"{FULLNAME}-cluster-secrets"):
+    objs = objects(render({"clusters": {"secrets": {"enabled": True}}, "config": {"actions": True},
+                           "kartas": {"manage": True}}))
+    granted = set()
+    for role in (FULLNAME, f"{FULLNAME}-karta-manager"):
+        granted |= {(g, r, v, "cluster") for g, r, v in rule_set(named(objs, "ClusterRole", role)["rules"])}
+    for role in (FULLNAME, f"{FULLNAME}-cluster-secrets", f"{FULLNAME}-karta-manager"):
         granted |= {(g, r, v, "release namespace") for g, r, v in rule_set(named(objs, "Role", role)["rules"])}
+    granted |= {(g, r, v, "namespace `default`") for g, r, v in
+                rule_set(named(objs, "Role", f"{FULLNAME}-karta-events")["rules"])}
     plural = _chart_rbac().plural
     for g, k in root_kinds():
         assert {(g, plural(k), v, "cluster") for v in ("get", "list", "watch")} <= granted, (g, k)
