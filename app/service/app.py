@@ -16,11 +16,12 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -34,8 +35,8 @@ from ..documents import DocumentError, UnencodableValue, loads_json, parse_docum
 from ..engine import accelerators
 from ..engine import compiled as compiled_cache
 from ..engine import interpret as interpret_mod
-from ..engine.interpret import InterpretationError, phase_of
 from ..engine.batch_totals import group_totals, item_totals, sum_totals
+from ..engine.interpret import InterpretationError, phase_of
 from ..fleet.member import Member
 from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
@@ -45,7 +46,13 @@ from ..ui import mount_ui
 from . import actions, fleet_reads, metrics, streams
 from .auth import Authorizer
 from .cluster import Cluster, cluster_specs
-from .evaluator import EvaluationBusy, EvaluationCrashed, EvaluationOutOfMemory, EvaluationTimeout, Evaluator
+from .evaluator import (
+    EvaluationBusy,
+    EvaluationCrashed,
+    EvaluationOutOfMemory,
+    EvaluationTimeout,
+    Evaluator,
+)
 from .inline import InlineDefinitions
 from .middleware import BodyLimits, ServiceMiddleware
 from .models import (
@@ -112,16 +119,40 @@ def _decode(body: bytes, media: str, what: str = "body") -> list[Any]:
                        f"send application/json or application/yaml, not {media}")
 
 
-def list_query(phase: str | None, label_selector: str | None, min_gpus: int | None, sort: str | None,
-               limit: int | None, continue_: str | None, scope: tuple[Any, ...]) -> ListQuery | None:
-    """The filters, order and page of a list (None: none asked, the list as it always was)."""
-    if all(v is None for v in (phase, label_selector, min_gpus, sort, limit, continue_)):
-        return None
-    try:
-        return parse_query(phase=phase, label_selector=label_selector, min_gpus=min_gpus, sort=sort, limit=limit,
-                           continue_=continue_, scope=scope)
-    except QueryError as e:
-        raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
+@dataclass(frozen=True)
+class ListParams:
+    """The query of both workload lists (GET /workloads, /clusters/{c}/workloads), declared once."""
+
+    namespace: str | None
+    kind: str | None
+    watch: bool
+    phase: str | None
+    labelSelector: str | None
+    minGpus: int | None
+    sort: str | None
+    limit: int | None
+    continue_: str | None
+
+    def query(self, cluster: str | None) -> ListQuery | None:
+        """The filters, order and page (None: none asked, the list as it always was); a continue
+        token is good only for the namespace, kind and clusters it was made for."""
+        if all(v is None for v in (self.phase, self.labelSelector, self.minGpus, self.sort, self.limit,
+                                   self.continue_)):
+            return None
+        try:
+            return parse_query(phase=self.phase, label_selector=self.labelSelector, min_gpus=self.minGpus,
+                               sort=self.sort, limit=self.limit, continue_=self.continue_,
+                               scope=(self.namespace, self.kind, cluster))
+        except QueryError as e:
+            raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
+
+
+def list_params(namespace: str | None = None, kind: str | None = None, watch: bool = False,
+                resumeFrom: str | None = None, phase: str | None = None, labelSelector: str | None = None,
+                minGpus: int | None = None, sort: str | None = None, limit: int | None = None,
+                continue_: str | None = Query(None, alias="continue")) -> ListParams:
+    # resumeFrom is read by the stream from the request itself; declared here for the schema
+    return ListParams(namespace, kind, watch, phase, labelSelector, minGpus, sort, limit, continue_)
 
 
 def _is_manifest(doc: Any) -> bool:
@@ -702,26 +733,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList, description=list_doc,
              responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["workloads"],
              summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)")
-    async def list_workloads(request: Request, namespace: str | None = None, kind: str | None = None,
-                             watch: bool = False, resumeFrom: str | None = None,
-                             cluster: str | None = None, phase: str | None = None,
-                             labelSelector: str | None = None, minGpus: int | None = None,
-                             sort: str | None = None, limit: int | None = None,
-                             continue_: str | None = Query(None, alias="continue")) -> Response:
-        query = list_query(phase, labelSelector, minGpus, sort, limit, continue_, (namespace, kind, cluster))
-        return await workload_list(request, cluster, namespace, kind, watch, query)
+    async def list_workloads(request: Request, cluster: str | None = None,
+                             p: ListParams = Depends(list_params)) -> Response:
+        return await workload_list(request, cluster, p.namespace, p.kind, p.watch, p.query(cluster))
 
     @app.get("/clusters/{cluster}/workloads", operation_id="listClusterWorkloads", response_model=WorkloadList,
              description=list_doc, responses={**PROBLEMS, 200: STREAM_RESPONSE}, tags=["clusters"],
              summary="The workloads of one cluster (or, with watch=true, a stream of rows)")
-    async def list_cluster_workloads(cluster: str, request: Request, namespace: str | None = None,
-                                     kind: str | None = None, watch: bool = False,
-                                     resumeFrom: str | None = None, phase: str | None = None,
-                                     labelSelector: str | None = None, minGpus: int | None = None,
-                                     sort: str | None = None, limit: int | None = None,
-                                     continue_: str | None = Query(None, alias="continue")) -> Response:
-        query = list_query(phase, labelSelector, minGpus, sort, limit, continue_, (namespace, kind, cluster))
-        return await workload_list(request, cluster, namespace, kind, watch, query)
+    async def list_cluster_workloads(cluster: str, request: Request,
+                                     p: ListParams = Depends(list_params)) -> Response:
+        return await workload_list(request, cluster, p.namespace, p.kind, p.watch, p.query(cluster))
 
     @app.get("/clusters", operation_id="listClusters", response_model=ClusterList, tags=["clusters"],
              responses={**PROBLEMS, 200: STREAM_RESPONSE},
