@@ -90,7 +90,7 @@ class ListQuery:
         return self.sort != "namespace" or self.limit is not None or self.after is not None
 
     def keep(self, row: dict[str, Any]) -> bool:
-        if self.phases is not None and row.get("phase") not in self.phases:
+        if self.phases is not None and str(row.get("phase") or "").lower() not in self.phases:
             return False
         if self.min_gpus is not None and (row.get("gpus") or 0) < self.min_gpus:
             return False
@@ -130,7 +130,8 @@ def parse_query(*, phase: str | None = None, label_selector: str | None = None, 
                 scope: tuple[Any, ...] = ()) -> ListQuery:
     """The query of GET /workloads's parameters; `scope` (namespace, kind, clusters) is part of
     what a continue token is good for.  QueryError names a bad parameter."""
-    phases = frozenset(p.strip() for p in phase.split(",") if p.strip()) if phase else None
+    # any case, as the CLI's --phase and kubectl's field values are typed by hand
+    phases = frozenset(p.strip().lower() for p in phase.split(",") if p.strip()) if phase else None
     selector = None
     if label_selector:
         try:

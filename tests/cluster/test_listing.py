@@ -28,6 +28,7 @@ def names(rows: list[dict[str, Any]]) -> list[str]:
 
 def test_filters() -> None:
     assert names(parse_query(phase="Running,Failed").apply(ROWS)[0]) == ["w1", "w3", "w4"]
+    assert names(parse_query(phase="running, FAILED").apply(ROWS)[0]) == ["w1", "w3", "w4"]  # any case, as --phase
     assert names(parse_query(label_selector="team in (a,b),!tier").apply(ROWS)[0]) == ["w1", "w2"]
     assert names(parse_query(label_selector="team!=a").apply(ROWS)[0]) == ["w2", "w5", "w4"]  # absent matches !=
     assert names(parse_query(min_gpus=8).apply(ROWS)[0]) == ["w1", "w4"]  # unknown counts never pass a minimum
