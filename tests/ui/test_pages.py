@@ -84,6 +84,9 @@ def test_list_shows_every_kind_with_phase_ready_and_gpus(service: Server, world:
         expect(row.locator("td.gpus")).to_have_text(gpus)
     row = page.locator('tr.workload-row[data-name="llm-pretrain"]')
     expect(row.locator("td.definition a")).to_have_text(JOBSET_DEF)
+    # why it is not fully running: the row's reason under its phase (one pod is short of GPUs)
+    expect(row.locator("td.phase .reason")).to_have_text("Unschedulable")
+    expect(page.locator('tr.workload-row[data-name="debug-shell"] td.phase .reason')).to_have_count(0)
     # the figures above the table add the rows up
     expect(page.locator("#stat-workloads .value")).to_have_text("6")
     expect(page.locator("#stat-running .value")).to_have_text("4")
