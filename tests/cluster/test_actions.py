@@ -276,3 +276,4 @@ def test_without_auth_the_service_accounts_rights_decide(open_service: Server, k
         assert "config.actions" in r.json()["detail"] and "not allowed to patch" in r.json()["detail"]
     now = kubectl.get("kubeflow.org/v1", "PyTorchJob", NS, "pt")
     assert now["metadata"]["resourceVersion"] == pt["metadata"]["resourceVersion"]
+    kubectl.delete("kubeflow.org/v1", "PyTorchJob", NS, "pt")  # the API server is the suite's: leave no stray kind
