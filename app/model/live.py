@@ -66,10 +66,12 @@ from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
 from .events import EventLog
 from .owners import OwnerGraph
+from .packing import Packer
 from .records import (
     POD_BASE,
     Obj,
     covers,
+    exact,
     pod_expression_projection,
     record,
     workload_projection,
@@ -391,11 +393,12 @@ class LiveModel(Reader):
 
     def _keeper(self, kw: KindWatch) -> Callable[[dict[str, Any]], Obj | None]:
         group, kind = kw.gk
+        packer = Packer()  # this kind's bodies share one dictionary
 
         def keep(obj: dict[str, Any]) -> Obj | None:
             if "apiVersion" not in obj or obj.get("kind") != kind:
                 obj["apiVersion"], obj["kind"] = kw.resource.api_version, kind
-            return record(obj, group, kind, kw.projection, kw.is_pod)
+            return record(obj, group, kind, kw.projection, kw.is_pod, packer)
 
         return keep
 
@@ -474,7 +477,7 @@ class LiveModel(Reader):
             self._wake.set()
 
     def pod_facts(self, uid: str) -> list[PodFacts]:
-        return [PodFacts(p.uid, p.name, None, p.symptoms, p.scheduled, self.graph.chains.get(p.uid, frozenset()))
+        return [PodFacts(p.uid, p.name, None, p.symptoms, p.scheduled, self.graph.chain(p.uid))
                 for p in self.graph.pods_of(uid)]
 
     def warnings_of(self, uid: str) -> list[Any]:
@@ -713,7 +716,7 @@ class LiveModel(Reader):
         if pods is not None:
             result.setdefault("live", {}).update(generic_flags(body))
             ctx = context_of(result)
-        out = orjson.dumps(result)
+        out = exact(orjson.dumps(result))
         self._live[obj.uid] = (sig, out, ctx)
         return out, ctx
 
@@ -726,8 +729,8 @@ class LiveModel(Reader):
         if known is not None and known[0] == key and key[0] is not None:
             entries = known[1]
         else:
-            entries = orjson.dumps(explain(ctx, self.pod_facts(found.uid),
-                                           self.warnings_of(found.uid) if events else []))
+            entries = exact(orjson.dumps(explain(ctx, self.pod_facts(found.uid),
+                                                 self.warnings_of(found.uid) if events else [])))
             self._diagnoses[found.uid] = (key, entries)
         body = body[:-1] + b',"diagnosis":' + entries + b"}"
         if events or self.warning_events <= 0:
