@@ -218,9 +218,26 @@ def why(*_):
         for x in (o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple)) else ()):
             if type(x) is bytes and len(x) > 256:
                 blobs[id(x)] = sys.getsizeof(x)
+    import os, tempfile
+    with tempfile.TemporaryFile('w+') as f:  # pymalloc's own account: blocks in use, arenas held
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        stats = [line.strip() for line in f if line.startswith(('# bytes in', 'Total', '# arenas'))]
+    lines = []
+    import tracemalloc
+    if tracemalloc.is_tracing():  # --trace: where the live memory was allocated
+        snap = tracemalloc.take_snapshot()
+        lines = [(str(st.traceback[0]), st.size / 2**20) for st in snap.statistics('lineno')[:30]]
     ctypes.CDLL('libc.so.6').malloc_trim(0)
     json.dump({'rss_before_trim_mb': before, 'rss_after_trim_mb': rss(), 'by_type_mb':
-               {k: v / 2**20 for k, v in by_type.items()}, 'bytes_over_256_mb': sum(blobs.values()) / 2**20},
+               {k: v / 2**20 for k, v in by_type.items()}, 'bytes_over_256_mb': sum(blobs.values()) / 2**20,
+               'pymalloc': stats, 'traced_mb_by_line': lines},
               open(DUMP, 'w'))
 signal.signal(signal.SIGUSR1, why)
 from app.cli.main import main
@@ -229,7 +246,8 @@ main()
 """
 
 
-def serve_rss(repo: Path, kubeconfig: Path, watch_ns: str | None, settle: float) -> tuple[float, dict[str, Any]]:
+def serve_rss(repo: Path, kubeconfig: Path, watch_ns: str | None, settle: float,
+              trace: bool = False) -> tuple[float, dict[str, Any]]:
     """RSS of `wlmap serve` (code of `repo`) once its model is synced and quiet."""
     import http.client
     import socket
@@ -241,6 +259,8 @@ def serve_rss(repo: Path, kubeconfig: Path, watch_ns: str | None, settle: float)
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
     env["PYTHONPATH"] = str(repo)
+    if trace:
+        env["PYTHONTRACEMALLOC"] = "1"
     dump = Path(tempfile.mkdtemp(prefix="podmem-")) / "heap.json"
     args = [sys.executable, "-c", _WHY.replace("DUMP", repr(str(dump))), "serve", "--host", "127.0.0.1", "--port", str(port),
             "--kubeconfig", str(kubeconfig), "--namespace", "wlmap-system", "--auth", "none", "--log-level", "warning"]
@@ -291,7 +311,14 @@ def serve_rss(repo: Path, kubeconfig: Path, watch_ns: str | None, settle: float)
         shutil.rmtree(dump.parent, ignore_errors=True)
 
 
-def whole_process(repos: list[tuple[str, Path]], fill: Path, settle: float) -> dict[str, Any]:
+def whole_process(repos: list[tuple[str, Path]], fill: Path, settle: float, trace: bool = False,
+                  part: int = 2) -> dict[str, Any]:
+    """Per pod two ways: over the same service watching an empty namespace (everything the
+    pods and their workloads bring, bounded caches included), and the slope between watching
+    `part` of the fill's namespaces and all of them (as README's sizing counts: what each more
+    pod adds once the fixed costs are paid)."""
+    from benchmarks.cluster_fill import FillSpec
+
     from tests.cluster.apiserver import ApiServer
 
     work = Path(tempfile.mkdtemp(prefix="podmem-fill-", dir="/tmp"))
@@ -301,12 +328,17 @@ def whole_process(repos: list[tuple[str, Path]], fill: Path, settle: float) -> d
     try:
         kc = server.kubeconfig("admin")
         for label, repo in repos:
-            empty, _ = serve_rss(repo, Path(kc), "podmem-empty", settle)
-            full, info = serve_rss(repo, Path(kc), None, settle)
-            out[label] = {"rss_empty_mb": empty, "rss_full_mb": full, **info,
-                          "per_pod_kb": (full - empty) * 1024 / max(1, info.get("pods") or 1)}
-            print(f"  {label}: RSS {full:.0f} MB filled, {empty:.0f} MB empty -> "
-                  f"{out[label]['per_pod_kb']:.1f} KB per pod ({info})", flush=True)
+            empty, empty_info = serve_rss(repo, Path(kc), "podmem-empty", settle, trace)
+            some, some_info = serve_rss(repo, Path(kc), ",".join(FillSpec().namespaces_list()[:part]), settle, trace)
+            full, info = serve_rss(repo, Path(kc), None, settle, trace)
+            pods, some_pods = info.get("pods") or 1, some_info.get("pods") or 0
+            out[label] = {"rss_empty_mb": empty, "rss_part_mb": some, "rss_full_mb": full, "part_pods": some_pods,
+                          **info, "empty": empty_info, "part": some_info,
+                          "per_pod_kb": (full - empty) * 1024 / pods,
+                          "slope_per_pod_kb": (full - some) * 1024 / max(1, pods - some_pods)}
+            print(f"  {label}: RSS {empty:.0f} MB empty, {some:.0f} MB with {some_pods} pods, {full:.0f} MB with "
+                  f"{pods} pods -> {out[label]['per_pod_kb']:.1f} KB per pod over empty, "
+                  f"{out[label]['slope_per_pod_kb']:.1f} KB per more pod", flush=True)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -320,6 +352,9 @@ def main() -> None:
     ap.add_argument("--serve", action="store_true", help="also the whole process on a filled API server")
     ap.add_argument("--fill", type=Path, default=Path("/tmp/diagfill"), help="etcd data of a fill (copied)")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds between RSS readings while it settles")
+    ap.add_argument("--trace", action="store_true", help="--serve under tracemalloc: where its memory was "
+                    "allocated, by line (slower; the RSS figures then include tracemalloc's own)")
+    ap.add_argument("--part", type=int, default=2, help="namespaces of the fill the slope starts from")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -351,7 +386,7 @@ def main() -> None:
             print(f"  {b:8.0f}  {where}")
     if args.serve:
         print("\nwhole process (wlmap serve on the fill):", flush=True)
-        results["whole_process"] = whole_process(repos, args.fill, args.settle)
+        results["whole_process"] = whole_process(repos, args.fill, args.settle, args.trace, args.part)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

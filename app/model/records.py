@@ -96,7 +96,15 @@ def owners_of(meta: dict[str, Any]) -> tuple[Owner, ...]:
         # interned: the name and UID of an owner repeat in each of its children (pods of a Job)
         out.append((_intern(group), _intern(str(ref.get("kind") or "")), _intern(str(ref.get("name") or "")),
                     _intern(str(ref["uid"])), ref.get("controller") is True, _intern(version)))
-    return tuple(out)
+    owners = tuple(out)
+    global _last_owners
+    if owners == _last_owners:  # siblings come one after another (a list, a rollout): one tuple for all
+        return _last_owners
+    _last_owners = owners
+    return owners
+
+
+_last_owners: tuple[Owner, ...] = ()
 
 
 def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool | None,
