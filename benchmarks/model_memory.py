@@ -125,6 +125,7 @@ def build_model(workloads: int) -> dict[str, Any]:
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     play("Pod", pods)
+    texts = pods
     del pods
     gc.collect()
     after = tracemalloc.take_snapshot()
@@ -132,7 +133,17 @@ def build_model(workloads: int) -> dict[str, Any]:
     added = sum(s.size_diff for s in after.compare_to(before, "filename"))
     top = [(str(s.traceback[0]).replace(str(ROOT) + "/", ""), s.size_diff / n)
            for s in after.compare_to(before, "lineno")[:8]]
+    # CPU per pod event, untraced: keeping it (projection, symptoms, packing) and reading it back
+    objs = [orjson.loads(t) for t in texts[:2000]]
+    keep = informers["Pod"].keep
+    t0 = time.process_time()
+    recs = [keep(o) for o in objs]
+    t1 = time.process_time()
+    for r in recs:
+        r.object()
+    t2 = time.process_time()
     return {"pods": n, "wire_bytes": wire, "tracemalloc_per_pod": added / n, "top_lines": top,
+            "keep_us": (t1 - t0) / len(objs) * 1e6, "read_us": (t2 - t1) / len(objs) * 1e6,
             "breakdown": breakdown(model, informers["Pod"], n)}
 
 
@@ -380,6 +391,8 @@ def main() -> None:
         print(f"{k:34s}" + "".join(f"{results['in_process'][label]['breakdown'].get(k, 0):12.0f}" for label in labels))
     print(f"{'tracemalloc (what the pods added)':34s}"
           + "".join(f"{results['in_process'][label]['tracemalloc_per_pod']:12.0f}" for label in labels))
+    for key, what in (("keep_us", "µs to keep a pod (CPU)"), ("read_us", "µs to read it back (CPU)")):
+        print(f"{what:34s}" + "".join(f"{results['in_process'][label][key]:12.1f}" for label in labels))
     for label in labels:
         print(f"\n{label}: top lines (bytes per pod)")
         for where, b in results["in_process"][label]["top_lines"]:
