@@ -47,3 +47,14 @@ def test_bodies_that_do_not_shrink_are_kept_as_they_are(body: bytes) -> None:
         assert packer.pack(body) == (body, None)
 
 
+
+
+def test_a_relist_keeps_equal_records() -> None:
+    """An informer compares what it relists with what it holds: the same object packed again
+    must compare equal, or every relist would re-announce every object."""
+    _, _, pods = fill_objects(2)
+    packer = Packer()
+    first = [record(orjson.loads(orjson.dumps(p)), "", "Pod", True, is_pod=True, packer=packer) for p in pods]
+    again = [record(orjson.loads(orjson.dumps(p)), "", "Pod", True, is_pod=True, packer=packer) for p in pods]
+    assert first == again
+    assert first[0] is not None and first[1] is not None and first[0].owners is first[1].owners  # siblings share
