@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -60,7 +61,8 @@ class Backoff:
 
 def key_of(obj: dict[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    # the namespace interned: one string for all its objects' keys, not one per key
+    return sys.intern(str(meta.get("namespace") or "")), str(meta.get("name") or "")
 
 
 class Informer:

@@ -10,6 +10,10 @@ Every walk records which UIDs it looked up (found or not).  When an object with 
 UIDs appears, changes or goes, exactly the objects whose walks touched it are walked again:
 pods that arrived before their Job, a ReplicaSet re-created under a new UID, a Deployment
 deleted from under its pods.  Membership (`members`) and readiness follow from the walks.
+
+Per-pod entries are kept small (a kept pod costs its record plus these): chains and walks as
+tuples (a set costs 216 bytes however few it holds), and a pod is not listed as a member of
+itself (`member_uids` adds it back).
 """
 
 from __future__ import annotations
@@ -26,11 +30,11 @@ class OwnerGraph:
         self.covered = covered  # (group, kind) has a definition
         self.wanted = wanted  # (group, version, kind): an owner kind the model does not hold yet
         self.by_uid: dict[str, Obj] = {}
-        self.chains: dict[str, frozenset[str]] = {}  # pod uid -> workload uids it belongs to
-        self.members: dict[str, set[str]] = {}  # workload uid -> pod uids
+        self.chains: dict[str, tuple[str, ...]] = {}  # pod uid -> workload uids it belongs to (itself too)
+        self.members: dict[str, set[str]] = {}  # workload uid -> pod uids (other than itself)
         self.nested: dict[str, bool] = {}  # workload object uid -> part of another workload
         self._touched: dict[str, set[str]] = {}  # uid looked up -> uids whose walk looked it up
-        self._walked: dict[str, set[str]] = {}  # uid -> uids its own walk looked up
+        self._walked: dict[str, tuple[str, ...]] = {}  # uid -> uids its own walk looked up
         self.pods: set[str] = set()
         self.workloads: set[str] = set()
         self.children: dict[str, set[str]] = {}  # controller uid -> uids of the objects it controls
@@ -69,11 +73,19 @@ class OwnerGraph:
         return self._rewalk(set(self.pods) | set(self.workloads))
 
     # -- queries ---------------------------------------------------------------------------
+    def chain(self, pod: str) -> frozenset[str]:
+        """The UIDs a pod belongs to (its own included); empty for an object that is not a pod."""
+        return frozenset(self.chains.get(pod, ()))
+
+    def member_uids(self, uid: str) -> list[str]:
+        own = [uid] if uid in self.chains else []
+        return own + list(self.members.get(uid, ()))
+
     def pods_of(self, uid: str) -> list[Obj]:
-        return [self.by_uid[p] for p in self.members.get(uid, ()) if p in self.by_uid]
+        return [self.by_uid[p] for p in self.member_uids(uid) if p in self.by_uid]
 
     def ready_count(self, uid: str) -> int:
-        return sum(1 for p in self.members.get(uid, ()) if (o := self.by_uid.get(p)) is not None and o.ready)
+        return sum(1 for p in self.member_uids(uid) if (o := self.by_uid.get(p)) is not None and o.ready)
 
     def descendants(self, uid: str) -> set[str]:
         """The objects under `uid` along controller references (intermediate owners and pods,
@@ -157,20 +169,23 @@ class OwnerGraph:
         return False
 
     def _set_chain(self, pod: str, chain: frozenset[str]) -> set[str]:
-        old = self.chains.get(pod, frozenset())
-        self.chains[pod] = chain
-        for w in old - chain:
+        old = frozenset(self.chains.get(pod, ()))
+        if chain:
+            self.chains[pod] = tuple(chain)
+        else:
+            self.chains.pop(pod, None)
+        for w in old - chain - {pod}:
             s = self.members.get(w)
             if s is not None:
                 s.discard(pod)
                 if not s:
                     del self.members[w]
-        for w in chain - old:
+        for w in chain - old - {pod}:
             self.members.setdefault(w, set()).add(pod)
         return set(chain | old)  # its readiness counts for all of them
 
     def _record_walk(self, uid: str, touched: set[str]) -> None:
-        for t in self._walked.get(uid, set()) - touched:
+        for t in set(self._walked.get(uid, ())) - touched:
             s = self._touched.get(t)
             if s is not None:
                 s.discard(uid)
@@ -179,7 +194,7 @@ class OwnerGraph:
         for t in touched:
             self._touched.setdefault(t, set()).add(uid)
         if touched:
-            self._walked[uid] = touched
+            self._walked[uid] = tuple(touched)
         else:
             self._walked.pop(uid, None)
 
@@ -193,6 +208,5 @@ class OwnerGraph:
 
     def _forget(self, uid: str) -> set[str]:
         affected = self._set_chain(uid, frozenset()) if uid in self.chains else set()
-        self.chains.pop(uid, None)
         self._record_walk(uid, set())
         return affected

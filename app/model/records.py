@@ -23,6 +23,7 @@ from ..engine.interpret import strip_noise
 from ..jqlang import JqParseError, parse
 from ..jqlang.paths import Tree, merge, needs, project
 from ..karta.load import Definition
+from .packing import Packer, unpack
 
 # (group, kind, name, uid, controller, version)
 Owner = tuple[str, str, str, str, bool, str]
@@ -51,15 +52,18 @@ class Obj:
     rv: str
     owners: tuple[Owner, ...]
     created: str | None
-    body: bytes | None  # the projected object (None: metadata-only kinds)
+    body: bytes | None  # the projected object as JSON, packed (None: metadata-only kinds)
     ready: bool = False  # pods: the Ready condition is True
     # pods: what keeps it from running (diagnosis), and whether it has a node; read from the
     # whole object once per change, so the projection need not keep the messages' sources
     symptoms: tuple[Symptom, ...] = NONE
     scheduled: bool = False
+    dictionary: bytes | None = None  # what `body` was packed against (None: not packed)
 
     def object(self) -> dict[str, Any]:
-        return orjson.loads(self.body) if self.body is not None else {}
+        if self.body is None:
+            return {}
+        return orjson.loads(self.body if self.dictionary is None else unpack(self.body, self.dictionary))
 
     @property
     def controller(self) -> Owner | None:
@@ -72,20 +76,41 @@ class Obj:
 _intern = sys.intern
 
 
+def exact(data: bytes) -> bytes:
+    """`data` in a bytes object of its own size.  orjson returns its writer's buffer, several KB
+    beyond the text (a 1.8 KB pod body held 8 KB): anything kept long, copy through this."""
+    return bytes(memoryview(data))
+
+
+def _created(ts: Any) -> str | None:
+    """Interned: the pods of one workload are mostly created within the same second."""
+    return _intern(ts) if type(ts) is str else ts
+
+
 def owners_of(meta: dict[str, Any]) -> tuple[Owner, ...]:
     out = []
     for ref in meta.get("ownerReferences") or []:
         if not isinstance(ref, dict) or not ref.get("uid"):
             continue
         group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
-        out.append((_intern(group), _intern(str(ref.get("kind") or "")), str(ref.get("name") or ""),
-                    str(ref["uid"]), ref.get("controller") is True, _intern(version)))
-    return tuple(out)
+        # interned: the name and UID of an owner repeat in each of its children (pods of a Job)
+        out.append((_intern(group), _intern(str(ref.get("kind") or "")), _intern(str(ref.get("name") or "")),
+                    _intern(str(ref["uid"])), ref.get("controller") is True, _intern(version)))
+    owners = tuple(out)
+    global _last_owners
+    if owners == _last_owners:  # siblings come one after another (a list, a rollout): one tuple for all
+        return _last_owners
+    _last_owners = owners
+    return owners
+
+
+_last_owners: tuple[Owner, ...] = ()
 
 
 def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool | None,
-           is_pod: bool = False) -> Obj | None:
-    """The model's record of a wire object (`projection` None: metadata only)."""
+           is_pod: bool = False, packer: Packer | None = None) -> Obj | None:
+    """The model's record of a wire object (`projection` None: metadata only), its body packed
+    by `packer` (the kind's) if given."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict) or not meta.get("uid") or not meta.get("name"):
         return None
@@ -93,14 +118,17 @@ def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool |
     if projection is not None:
         kept = strip_noise(obj) if projection is True else project(obj, projection)
         try:
-            body = orjson.dumps(kept)
+            body = exact(orjson.dumps(kept))
         except TypeError:  # an integer beyond 64 bits: keep it as the engine would read it
             from ..jqlang.values import normalize
 
-            body = orjson.dumps(normalize(kept))
+            body = exact(orjson.dumps(normalize(kept)))
+    dictionary = None
+    if body is not None and packer is not None:
+        body, dictionary = packer.pack(body)
     rec = Obj(_intern(group), _intern(kind), _intern(str(meta.get("namespace") or "")), str(meta["name"]),
               str(meta["uid"]), str(meta.get("resourceVersion") or ""), owners_of(meta),
-              meta.get("creationTimestamp"), body)
+              _created(meta.get("creationTimestamp")), body, dictionary=dictionary)
     if is_pod:
         rec.ready, rec.symptoms, rec.scheduled = pod_ready(obj), pod_symptoms(obj), scheduled(obj)
     return rec

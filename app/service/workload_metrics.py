@@ -118,24 +118,24 @@ class WorkloadMetrics:
     def __init__(self, models: Callable[[], list[LiveModel]], labelled: bool = False):
         self.models, self.labelled = models, labelled
         self._headers = self._render([])  # HELP and TYPE lines of every family
-        self._lines: dict[int, tuple[dict[str, Any], Any, dict[str, list[str]]]] = {}
+        self._lines: dict[int, tuple[dict[str, Any], Any, dict[str, str]]] = {}
         self._cached: tuple[tuple[Any, ...], bytes] | None = None
 
-    def _render(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> dict[str, list[str]]:
+    def _render(self, rows: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> dict[str, str]:
         reg = CollectorRegistry(auto_describe=False)
         reg.register(WorkloadCollector(None, rows, self.labelled))
         out: dict[str, list[str]] = {f: [] for f in FAMILIES}
         for line in generate_latest(reg).decode().splitlines(keepends=True):
             name = line.split(" ", 3)[2] if line.startswith("#") else line.split("{", 1)[0].split(" ", 1)[0]
             out[name].append(line)
-        return out
+        return {f: "".join(lines) for f, lines in out.items()}  # one string per family: kept per workload
 
     def render(self) -> bytes:
         models = self.models()
         version = tuple((id(m), m.events.seq, len(m.states)) for m in models)
         if self._cached is not None and self._cached[0] == version:
             return self._cached[1]
-        fresh: dict[int, tuple[dict[str, Any], Any, dict[str, list[str]]]] = {}
+        fresh: dict[int, tuple[dict[str, Any], Any, dict[str, str]]] = {}
         for row, facts in (x for m in models for x in m.rows()):
             hit = self._lines.get(id(row))
             if hit is None or hit[0] is not row or hit[1] is not facts:  # rows and facts are replaced, never edited
@@ -144,8 +144,7 @@ class WorkloadMetrics:
         self._lines = fresh
         parts: list[str] = []
         for f in FAMILIES:
-            parts += self._headers[f]
-            for _, _, lines in fresh.values():
-                parts += lines[f]
+            parts.append(self._headers[f])
+            parts += (lines[f] for _, _, lines in fresh.values())
         self._cached = (version, "".join(parts).encode())
         return self._cached[1]

@@ -13,6 +13,7 @@ from app.engine.interpret import interpret
 from app.jqlang.paths import merge
 from app.karta.load import load_builtin
 from app.karta.registry import Registry
+from app.model.packing import Packer
 from app.model.records import (
     POD_BASE,
     covers,
@@ -49,12 +50,14 @@ def test_kept_objects_interpret_as_the_full_ones(folder: Path, case: dict) -> No
             p.setdefault("metadata", {}).setdefault("uid", f"pod-{i}")
             p["metadata"].setdefault("name", f"pod-{i}")
     g = d.gvk
-    kept = record(obj, g[0], g[2], workload_projection([d]))
+    kept = record(obj, g[0], g[2], workload_projection([d]), packer=Packer())  # packed, as the model keeps it
     assert kept is not None
     pod_tree = merge(POD_BASE, pod_expression_projection(DEFS.active()))
     kept_pods = None
     if pods is not None:
-        kept_pods = [record(p, "", "Pod", pod_tree, is_pod=True).object() for p in pods]  # type: ignore[union-attr]
+        packer = Packer()
+        kept_pods = [record(p, "", "Pod", pod_tree, is_pod=True, packer=packer).object()  # type: ignore[union-attr]
+                     for p in pods]
     try:
         want = interpret(obj, d, pods)
     except Exception as e:  # noqa: BLE001 - then the kept object must fail the same way
