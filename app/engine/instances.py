@@ -49,6 +49,9 @@ def desired(scale: Scale | None) -> int:
     return 1
 
 
+_POD_PARTS = ("pod_template_spec", "pod_spec", "metadata", "fragmented")
+
+
 @dataclass
 class ExtractedInstance:
     id: str
@@ -57,6 +60,24 @@ class ExtractedInstance:
     metadata: dict | None = None
     fragmented: dict | None = None
     scale: Scale | None = None
+    # JSON texts of the parts above that extraction printed for its type check (by part name),
+    # kept so that key() need not print them again (the pod view is reused by it).
+    texts: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def key(self) -> tuple[bytes | None, ...] | None:
+        """The pod definition as JSON texts (one per part, None when absent): equal keys, equal
+        pod definitions.  None when a part cannot be printed."""
+        out: list[bytes | None] = []
+        for name in _POD_PARTS:
+            v = getattr(self, name)
+            if v is None:
+                out.append(None)
+                continue
+            text = self.texts.get(name) or json_text(v)
+            if text is None:
+                return None
+            out.append(text)
+        return tuple(out)
 
 
 @dataclass
@@ -188,23 +209,25 @@ def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None
     return _problems.put(key, _type_problem(v, shape, "value"), len(text))
 
 
-def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> Any:
+def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> tuple[Any, bytes | None]:
     """JSON round trip into a Go type: null -> zero value (nil for pointers, maps and slices
-    when `nil`), wrong JSON kind -> error."""
+    when `nil`), wrong JSON kind -> error.  Also returns the value's JSON text when the type
+    check printed it (None otherwise)."""
     if v is None:
         if nil and want != "string":
-            return None
-        return {"object": {}, "string": "", "array": []}[want]
+            return None, None
+        return {"object": {}, "string": "", "array": []}[want], None
     if not isinstance(v, _TYPES[want]):
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: cannot "
                               f"unmarshal {go_json_type(v)} into Go value of type {go_type}")
     shape = _SHAPES.get(go_type)
     if shape is None:
-        return v
-    err = _problem(v, go_type, shape, json_text(v))
+        return v, None
+    text = json_text(v)
+    err = _problem(v, go_type, shape, text)
     if err:
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: {err}")
-    return v
+    return v, text
 
 
 def _zip_error(ids: list[str], results: list[Any]) -> str:
@@ -283,8 +306,10 @@ def _spec_parts(sd: Any, ids: list[str], per_id: dict[str, ExtractedInstance], r
             raise ExtractionError(f"{wrap}: {e}", path + suffix, expr) from None
         if len(converted) != len(ids):
             raise ExtractionError(f"{wrap}: {_zip_error(ids, converted)}", path + suffix, expr)
-        for i, v in zip(ids, converted):
-            setattr(per_id[i], attr, v)
+        for i, (v, text) in zip(ids, converted):
+            inst = per_id[i]
+            setattr(inst, attr, v)
+            inst.texts[attr] = text
 
 
 _FRAGMENT_TYPES = {
@@ -309,7 +334,7 @@ def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance],
         where[key] = (suffix, expr)
         outs = _outputs(results, expr, path, suffix)
         try:
-            lists[key] = [_convert(v, i, want, go_type, nil=True) for i, v in enumerate(outs)]
+            lists[key] = [_convert(v, i, want, go_type, nil=True)[0] for i, v in enumerate(outs)]
         except ConversionError as e:
             raise ExtractionError(f"failed to get fragmented pod specs: {e}", path + suffix, expr) from None
     count = max(map(len, lists.values()), default=0)

@@ -83,9 +83,9 @@ def _requests_source(inst: ExtractedInstance) -> tuple[Callable[..., Requests], 
 
 
 def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
-    """The `pod` of an instance entry: its requests and counts (from its facts) and what it runs
-    and where (from its definition, read afresh: names, images and labels differ between any two
-    workloads, and a few dict reads cost less than a cache keyed by them)."""
+    """The `pod` of an instance entry: its requests and counts (from its facts, shared by every
+    pod definition with the same resources) and what it runs and where (from the definition
+    itself: names, images and labels differ between any two workloads)."""
     if inst.pod_template_spec is not None:
         spec, meta = inst.pod_template_spec.get("spec") or {}, inst.pod_template_spec.get("metadata") or {}
     elif inst.pod_spec is not None:
@@ -109,10 +109,10 @@ def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
         return [{"name": c.get("name"), "image": c.get("image")} for c in (cs or []) if isinstance(c, dict)]
 
     view: dict[str, Any] = {
-        "requests": dict(facts.strings),
-        "requestValues": dict(facts.values),
+        "requests": facts.strings,
+        "requestValues": facts.values,
         "gpus": facts.gpus,
-        "accelerators": dict(facts.accelerators),
+        "accelerators": facts.accelerators,
         "containers": brief(spec.get("containers")),
         "schedulerName": spec.get("schedulerName"),
         "priorityClassName": spec.get("priorityClassName"),
@@ -175,6 +175,27 @@ def _facts(inst: ExtractedInstance) -> _PodFacts:
     return facts
 
 
+# The pod views by the whole pod definition (ExtractedInstance.key: the JSON texts its type check
+# printed anyway): an unchanged workload interpreted again gets its views back without reading
+# them afresh; a view holds parts of the template: accounted at the key's length x
+# (1 + PY_OBJECT_FACTOR).  A workload seen for the first time misses here and shares its facts.
+_pod_views: Memo[tuple[bytes | None, ...], tuple[_PodFacts, dict[str, Any]]] = Memo(
+    maxsize=4096, max_bytes=64 * 1024 * 1024)
+
+
+def _pod(inst: ExtractedInstance) -> tuple[_PodFacts, dict[str, Any]]:
+    """An instance's pod facts and its pod view."""
+    key = inst.key()  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
+    hit = _pod_views.get(key) if key is not None else None
+    if hit is not None and hit[0].rules is accelerators.RULES:
+        return hit
+    facts = _facts(inst)
+    entry = (facts, _pod_view(inst, facts))
+    if key is not None:
+        _pod_views.put(key, entry, sum(len(t) for t in key if t is not None) * (1 + PY_OBJECT_FACTOR))
+    return entry
+
+
 def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], Sums]:
     """The instance entries of one extracted component and their sums.  Raises ExtractionError
     when a pod definition holds a quantity the reference cannot parse."""
@@ -188,11 +209,11 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[l
                                  "maxReplicas": s.max_replicas if s else None}
         if bearing:
             try:
-                facts = _facts(inst)
+                facts, view = _pod(inst)
             except QuantityError as e:
                 raise ExtractionError(f"instance {inst.id!r}: {e}", f"{path}.specDefinition") from None
             n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
-            entry["pod"] = _pod_view(inst, facts)
+            entry["pod"] = dict(view)
             i_sums = facts.times(n)
             entry["totals"] = i_sums.as_json()
             total = total + i_sums

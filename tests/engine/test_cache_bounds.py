@@ -63,7 +63,7 @@ def test_distinct_big_objects_stay_within_the_bounds(small_caches: tuple[ByteLRU
 
 def test_the_default_bounds_are_in_bytes():
     assert isinstance(interpret_mod._jq_results, ByteLRU) and interpret_mod._jq_results.max_bytes == 80 * MiB
-    assert interpret_mod._pod_facts.max_bytes == 64 * MiB
+    assert interpret_mod._pod_facts.max_bytes == 64 * MiB and interpret_mod._pod_views.max_bytes == 64 * MiB
 
 
 def test_a_giant_is_not_kept(monkeypatch: pytest.MonkeyPatch):

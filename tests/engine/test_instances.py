@@ -380,7 +380,7 @@ def test_an_integer_beyond_64_bits_is_checked_without_the_cache():
     good = {"spec": {"containers": [{"resources": {"requests": {"cpu": 2**70}}}]}}
     bad = {"metadata": {"labels": {"a": 2**70}}}
     for _ in range(2):
-        assert _convert(good, 0, "object", "v1.PodTemplateSpec") == good
+        assert _convert(good, 0, "object", "v1.PodTemplateSpec") == (good, None)
         with pytest.raises(ConversionError, match="cannot unmarshal number into Go value of map key 'a'"):
             _convert(bad, 0, "object", "v1.PodTemplateSpec")
     inst = ExtractedInstance("", pod_template_spec=good)
@@ -388,12 +388,12 @@ def test_an_integer_beyond_64_bits_is_checked_without_the_cache():
     assert _facts(inst).strings == {"cpu": "1180591620717411303424"}
 
 
-def test_pod_views_keep_key_order():
+def test_pod_views_are_cached_per_key_order():
     from app.engine.instances import ExtractedInstance
-    from app.engine.interpret import _facts, _pod_view
+    from app.engine.interpret import _pod
 
     def labels(*keys: str) -> list[str]:
         inst = ExtractedInstance("", pod_template_spec={"metadata": {"labels": {k: "v" for k in keys}}})
-        return list(_pod_view(inst, _facts(inst))["labels"])
+        return list(_pod(inst)[1]["labels"])
 
     assert labels("b", "a") == ["b", "a"] and labels("a", "b") == ["a", "b"] and labels("b", "a") == ["b", "a"]

@@ -1,7 +1,8 @@
 """Pod facts (requests, their strings, values and accelerator counts, sums per replica count) are
 cached by what determines them, not by the whole pod definition (issue 24): two workloads whose
 pods differ only in names, images, env or labels share the entries; any change to what the
-scheduler's request arithmetic reads does not, and every answer equals an uncached one."""
+scheduler's request arithmetic reads does not, and every answer equals an uncached one.  (The
+pod views, which do read names, images and labels, are cached by the whole definition.)"""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ DEFINITION = Registry.of(load_builtin()).resolve_object(JOBSET)
 def facts(monkeypatch: pytest.MonkeyPatch) -> Memo:
     cache: Memo = Memo(maxsize=4096, max_bytes=64 * 1024 * 1024)
     monkeypatch.setattr(interpret_mod, "_pod_facts", cache)
+    monkeypatch.setattr(interpret_mod, "_pod_views", Memo(maxsize=4096))
     monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", False)  # every call computes from its object
     return cache
 
@@ -57,6 +59,7 @@ def _another_run(obj: dict[str, Any]) -> dict[str, Any]:
 def _uncached(obj: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     with monkeypatch.context() as m:
         m.setattr(interpret_mod, "_pod_facts", Memo(maxsize=4096))
+        m.setattr(interpret_mod, "_pod_views", Memo(maxsize=4096))
         assert DEFINITION is not None
         return interpret(obj, DEFINITION)
 
