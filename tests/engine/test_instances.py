@@ -397,3 +397,59 @@ def test_pod_views_are_cached_per_key_order():
         return list(_pod(inst)[1]["labels"])
 
     assert labels("b", "a") == ["b", "a"] and labels("a", "b") == ["a", "b"] and labels("b", "a") == ["b", "a"]
+
+
+def test_the_type_checks_fast_paths_answer_as_the_walk(monkeypatch: pytest.MonkeyPatch):
+    """Maps, leaf fields and lists of unchecked structs are checked a whole at a time; the first
+    problem found, and its message, are the walk's (the same check with no type let through
+    at once: a call per value, as before issue 24)."""
+    import copy
+    import random
+
+    from app.engine import instances
+    from app.engine.instances import _SHAPES, _type_problem
+
+    def walked(v: dict) -> str | None:
+        with monkeypatch.context() as m:
+            m.setattr(instances, "_LEAF_OK", {"string": frozenset(), "quantity": frozenset()})
+            m.setattr(instances, "_OBJECT_OK", frozenset())
+            return _type_problem(v, shape, "value")
+
+    template = {"metadata": {"labels": {"a": "1", "b": "2"}, "annotations": {"x": "y"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {
+                    "requests": {"cpu": "1", "memory": 2}, "limits": {"cpu": 1.5}}}],
+                         "initContainers": [{"name": "s", "restartPolicy": "Always"}],
+                         "nodeSelector": {"k": "v"}, "tolerations": [{"key": "g"}, None],
+                         "overhead": {"cpu": "1"}, "resources": {"requests": {"cpu": "2"}},
+                         "affinity": {}, "topologySpreadConstraints": [], "runtimeClassName": "r"}}
+    bad = [1, 1.5, True, "s", None, [], {}, [1], {"k": 1}]
+    paths = []
+
+    def collect(v, path):
+        paths.append(path)
+        if isinstance(v, dict):
+            for k, x in v.items():
+                collect(x, path + [k])
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                collect(x, path + [i])
+
+    collect(template, [])
+    rng = random.Random(24)
+    shape = _SHAPES["v1.PodTemplateSpec"]
+    checked = 0
+    for path in paths[1:]:
+        for value in bad:
+            for extra in range(2):  # one wrong value, then a second one elsewhere: the first is named
+                v = copy.deepcopy(template)
+                for p in [path] + ([rng.choice(paths[1:])] if extra else []):
+                    node = v
+                    try:
+                        for k in p[:-1]:
+                            node = node[k]
+                        node[p[-1]] = value
+                    except (KeyError, IndexError, TypeError):
+                        continue
+                assert _type_problem(v, shape, "value") == walked(v), (path, value)
+                checked += 1
+    assert checked > 500
