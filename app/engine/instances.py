@@ -120,8 +120,7 @@ _TYPES = {
 # never fed to jq (input projection), so they cannot be checked here.
 _STR_MAP = ("object", "string")  # map[string]string
 _QTY_MAP = ("object", "quantity")  # ResourceList
-_ANY_OBJECT = ("object", {})  # a struct whose fields are not checked here
-_OBJECTS = ("array", _ANY_OBJECT)  # a list of them
+_OBJECTS = ("array", ("object", {}))  # a list of structs, whose fields are not checked here
 _RESOURCES = {"requests": ("ResourceRequirements", _QTY_MAP), "limits": ("ResourceRequirements", _QTY_MAP)}
 _CONTAINER = {"name": ("Container", "string"), "image": ("Container", "string"),
               "restartPolicy": ("Container", "string"), "resources": ("Container", ("object", _RESOURCES))}
@@ -158,15 +157,6 @@ def _where(where: Any) -> str:
     return f"value of map key {where[1]!r}"
 
 
-# The types a leaf of each kind may have (None: absent, always fine).  A map's values, a
-# struct's leaf fields or a list's unchecked structs of these types are passed over without a
-# call each (labels, annotations, requests and limits, names, images and tolerations are most of
-# a template): the walk below runs only to name what is wrong.  Pod templates differ between any two workloads, so the check runs for
-# each new one.
-_LEAF_OK = {"string": frozenset({str, type(None)}), "quantity": frozenset({str, int, float, type(None)})}
-_OBJECT_OK = frozenset({dict, type(None)})
-
-
 def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
     """The first encoding/json type error of v against spec, or None."""
     if v is None:
@@ -182,12 +172,10 @@ def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
         if type(inner) is dict:
             for field, (struct, sub) in inner.items():
                 x = v.get(field)
-                if x is not None and (type(sub) is not str or type(x) not in _LEAF_OK[sub]):
+                if x is not None:
                     err = _type_problem(x, sub, ("field", struct, field))
                     if err:
                         return err
-            return None
-        if type(inner) is str and _LEAF_OK[inner].issuperset(map(type, v.values())):
             return None
         for key, item in v.items():  # map[string]X
             err = _type_problem(item, inner, ("key", key))
@@ -196,8 +184,6 @@ def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
         return None
     if type(v) is not list:
         return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type array"
-    if inner is _ANY_OBJECT and _OBJECT_OK.issuperset(map(type, v)):
-        return None
     for item in v:
         err = _type_problem(item, inner, where)
         if err:
