@@ -12,15 +12,27 @@ reference's engine) running the same expressions batched over the same projected
 gojq process over many inputs, its start-up subtracted).
 
     python benchmarks/engine_bench.py [--rounds 7] [--n 400] [--manifest FILE]
+
+`--distinct N` (issue 24): N JobSets of the manifest's shape that differ the way real ones do
+(names, uids, env values, image tags, labels), each interpreted once (no cache can answer), from
+the parsed object and from JSON text, against gojq's batched run over the same N objects
+(projected, as above; gojq's parse included).  Every round uses objects of its own.
+`--compare PATH` runs that mode, rounds interleaved, also for another checkout (e.g.
+`git worktree add /tmp/enginekeys-base main`), its code imported with PYTHONPATH=PATH:
+
+    python benchmarks/engine_bench.py --distinct 300 [--rounds 7] [--compare /tmp/enginekeys-base]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -51,7 +63,13 @@ def main() -> None:
     ap.add_argument("--manifest", default=str(HERE / "data" / "jobset-16k.json"))
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--n", type=int, default=400)
+    ap.add_argument("--distinct", type=int, default=0, metavar="N",
+                    help="N distinct objects per round, each interpreted once (issue 24)")
+    ap.add_argument("--compare", type=Path, help="with --distinct: another checkout, rounds interleaved")
+    ap.add_argument("--round", type=int, default=-1, help=argparse.SUPPRESS)  # one child round, as JSON
     args = ap.parse_args()
+    if args.distinct:
+        return distinct_main(args)
 
     raw = Path(args.manifest).read_text()
     obj = json.loads(raw)
@@ -180,6 +198,106 @@ def main() -> None:
               f"gojq's run, the manifest's parse alone {g / med['floor: orjson.loads of the manifest']:.2f}x")
 
 
+def distinct_texts(raw: str, n: int, first: int) -> list[str]:
+    """n JobSets of the manifest's shape, numbered from `first`: each has its own name (and so
+    its own labels, subdomain, env values and last-applied annotation), uid, image tag,
+    resourceVersion and a label of its own; the resources stay the same, as across a team's runs."""
+    name = json.loads(raw)["metadata"]["name"]
+    out = []
+    for i in range(first, first + n):
+        t = raw.replace(name, f"{name}-r{i:06d}").replace(":24.05-py3", f":24.{i % 12:02d}-b{i}")
+        obj = json.loads(t)
+        meta = obj["metadata"]
+        meta["uid"] = f"{i:08x}-4b8a-4d7e-9a51-3c2b1f0e8d6a"
+        meta["resourceVersion"] = str(48213377 + i)
+        meta["labels"] = dict(meta.get("labels") or {}, **{"run-id": f"run-{i}"})
+        out.append(json.dumps(obj))
+    return out
+
+
+def distinct_round(manifest: str, n: int, index: int) -> dict[str, float]:
+    """One round of the distinct mode in this process: µs per object, from the parsed object and
+    from JSON text, over objects no earlier round (nor the warm-up) has seen."""
+    raw = Path(manifest).read_text()
+    d = Registry.of(load_builtin()).resolve_object(json.loads(raw))
+    assert d is not None, "no built-in definition for the manifest"
+    warm = [json.loads(t) for t in distinct_texts(raw, 50, 10_000_000)]
+    for o in warm:  # compile the definition and warm the interpreter, not the caches that matter
+        interpret(o, d)
+    base = (index + 1) * 2 * n
+    interpret_mod.JQ_RESULT_CACHE = True  # as the service runs: the cache is there, it cannot answer
+    # Each half with only its own inputs alive (the parsed objects would otherwise lengthen every
+    # garbage collection the text half's parses set off), collected before it starts.
+    objs = [json.loads(t) for t in distinct_texts(raw, n, base)]
+    gc.collect()
+    t0 = time.perf_counter()
+    for o in objs:
+        interpret(o, d)
+    parsed = (time.perf_counter() - t0) / n * 1e6
+    del objs
+    texts = [t.encode() for t in distinct_texts(raw, n, base + n)]
+    gc.collect()
+    t0 = time.perf_counter()
+    for b in texts:
+        interpret(orjson.loads(b), d)
+    return {"parsed": parsed, "text": (time.perf_counter() - t0) / n * 1e6}
+
+
+def distinct_main(args: argparse.Namespace) -> None:
+    if args.round >= 0:
+        print(json.dumps(distinct_round(args.manifest, args.distinct, args.round)))
+        return
+    trees = [("this tree", Path(__file__).resolve().parent.parent)]
+    if args.compare:
+        trees.append(("compare", args.compare.resolve()))
+    raw = Path(args.manifest).read_text()
+    d = Registry.of(load_builtin()).resolve_object(json.loads(raw))
+    assert d is not None
+    cd = compiled(d)
+    w_texts, _ = expression_texts(d)
+    gojq_objs = [json.loads(t) for t in distinct_texts(raw, args.distinct, 0)]
+    # gojq given (a) the projected text, what our expressions read (as the table above), and
+    # (b) the object's own compact JSON text, as a client would hand it over
+    given = {"projected": [input_text(o, cd.strip_noise, cd.projection) for o in gojq_objs],
+             "whole": [json.dumps(o, separators=(",", ":")) for o in gojq_objs]}
+    samples: dict[str, dict[str, list[float]]] = {t: {"parsed": [], "text": []} for t, _ in trees}
+    gojq_samples: dict[str, list[float]] = {k: [] for k in given}
+    for r in range(args.rounds):  # interleaved, each round a fresh process: cold caches, own objects
+        for label, repo in trees:
+            env = dict(os.environ, PYTHONPATH=str(repo))
+            out = subprocess.run([sys.executable, __file__, "--manifest", args.manifest, "--distinct",
+                                  str(args.distinct), "--round", str(r)], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            for k, v in json.loads(out.splitlines()[-1]).items():
+                samples[label][k].append(v)
+        for k, v in given.items():
+            g = gojq_batched_us(w_texts, v, args.distinct)
+            if g is not None:
+                gojq_samples[k].append(g)
+    gojq = {k: statistics.median(v) if v else None for k, v in gojq_samples.items()}
+    print(f"{args.distinct} distinct JobSets of {len(given['whole'][0])} bytes compact per round (names, uids, "
+          f"env values, image tags, labels differ), each interpreted once; {args.rounds} rounds, a fresh process "
+          f"each, interleaved")
+    for k, g in gojq.items():
+        if g is not None:
+            print(f"gojq, the same {len(w_texts)} expressions batched over the {args.distinct} objects' {k} text "
+                  f"({len(given[k][0])} bytes; its parse included): {g:.1f} µs per object")
+    print(f"{'tree':10} {'from':8} {'µs/object':>10} {'min':>9} {'max':>9} {'vs gojq projected':>18} "
+          f"{'vs gojq whole':>14}  target")
+    for label, _ in trees:
+        for k, target in (("parsed", 3.0), ("text", 2.0)):
+            v = samples[label][k]
+            m = statistics.median(v)
+            cells = [f"{g / m:.2f}x {'MET' if g / m >= target else 'NOT MET'}" if g is not None else "-"
+                     for g in gojq.values()]
+            print(f"{label:10} {k:8} {m:10.1f} {min(v):9.1f} {max(v):9.1f} {cells[0]:>18} {cells[1]:>14}  "
+                  f">= {target:.0f}x")
+    if args.compare:
+        for k in ("parsed", "text"):
+            a, b = statistics.median(samples["this tree"][k]), statistics.median(samples["compare"][k])
+            print(f"from {k}: this tree {b / a:.2f}x the compared checkout's speed")
+
+
 def _copy(v: Any) -> Any:
     t = type(v)
     if t is dict:
@@ -203,9 +321,10 @@ def _pod(obj: dict[str, Any], rj: str, i: int, p: int) -> dict[str, Any]:
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def gojq_batched_us(texts: list[str], projected: str, n: int) -> float | None:
-    """gojq over `n` copies of the input in one process (its start-up, measured over one input,
-    subtracted): what the reference pays per evaluation of the same batch."""
+def gojq_batched_us(texts: list[str], projected: str | list[str], n: int) -> float | None:
+    """gojq over `n` copies of the input (or the first `n` of a list of inputs) in one process
+    (its start-up, measured over one input, subtracted): what the reference pays per evaluation
+    of the same batch."""
     gojq = shutil.which("gojq")
     if gojq is None:
         print("gojq not installed (make tools): its comparison is left out")
@@ -213,7 +332,8 @@ def gojq_batched_us(texts: list[str], projected: str, n: int) -> float | None:
     program = ", ".join(f'(try [limit(1000; ({t}\n))] catch {{"__e": .}})' for t in texts)
 
     def wall(k: int) -> float:
-        data = ("\n".join([projected] * k) + "\n").encode()
+        inputs = [projected] * k if isinstance(projected, str) else projected[:k]
+        data = ("\n".join(inputs) + "\n").encode()
         best = float("inf")
         for _ in range(3):
             t = time.perf_counter()

@@ -61,7 +61,7 @@ class ExtractedInstance:
     fragmented: dict | None = None
     scale: Scale | None = None
     # JSON texts of the parts above that extraction printed for its type check (by part name),
-    # kept so that key() need not print them again.
+    # kept so that key() need not print them again (the pod view is reused by it).
     texts: dict[str, bytes | None] = field(default_factory=dict, compare=False, repr=False)
 
     def key(self) -> tuple[bytes | None, ...] | None:

@@ -26,7 +26,8 @@ from .pods import PodInput
 from .quantity import QuantityError
 from . import accelerators
 from .accelerators import ResourceRules, clamp as _clamp, request_values
-from .requests import Requests, fragmented_requests, multiply, pod_requests, to_strings
+from .requests import (Requests, fragmented_requests, fragmented_requests_key, multiply, pod_requests,
+                       pod_requests_key, to_strings)
 from .totals import Sums
 from .status import evaluate_status
 
@@ -68,18 +69,23 @@ PLACEMENT_FIELDS = ("nodeSelector", "tolerations", "affinity", "topologySpreadCo
                     "resourceClaims")
 
 
-def _instance_requests(inst: ExtractedInstance) -> Requests:
+def _requests_source(inst: ExtractedInstance) -> tuple[Callable[..., Requests], Callable[..., bytes | None], tuple]:
+    """How an instance's per-pod requests are computed, what their cache key is made of
+    (requests.py: both read the same parts), and those parts."""
     if inst.pod_template_spec is not None:
-        return pod_requests(inst.pod_template_spec.get("spec") or {})
+        return pod_requests, pod_requests_key, (inst.pod_template_spec.get("spec") or {},)
     if inst.pod_spec is not None:
-        return pod_requests(inst.pod_spec)
+        return pod_requests, pod_requests_key, (inst.pod_spec,)
     if inst.fragmented is not None:
         f = inst.fragmented
-        return fragmented_requests(f.get("containers"), f.get("container"), f.get("resources"))
-    return {}
+        return fragmented_requests, fragmented_requests_key, (f.get("containers"), f.get("container"), f.get("resources"))
+    return dict, lambda: b"none", ()
 
 
-def _pod_view(inst: ExtractedInstance, req: Requests, rules: ResourceRules) -> dict[str, Any]:
+def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
+    """The `pod` of an instance entry: its requests and counts (from its facts, shared by every
+    pod definition with the same resources) and what it runs and where (from the definition
+    itself: names, images and labels differ between any two workloads)."""
     if inst.pod_template_spec is not None:
         spec, meta = inst.pod_template_spec.get("spec") or {}, inst.pod_template_spec.get("metadata") or {}
     elif inst.pod_spec is not None:
@@ -103,10 +109,10 @@ def _pod_view(inst: ExtractedInstance, req: Requests, rules: ResourceRules) -> d
         return [{"name": c.get("name"), "image": c.get("image")} for c in (cs or []) if isinstance(c, dict)]
 
     view: dict[str, Any] = {
-        "requests": to_strings(req),
-        "requestValues": request_values(req),
-        "gpus": rules.gpu_count(req),
-        "accelerators": rules.accelerator_counts(req),
+        "requests": facts.strings,
+        "requestValues": facts.values,
+        "gpus": facts.gpus,
+        "accelerators": facts.accelerators,
         "containers": brief(spec.get("containers")),
         "schedulerName": spec.get("schedulerName"),
         "priorityClassName": spec.get("priorityClassName"),
@@ -123,12 +129,17 @@ def _pod_view(inst: ExtractedInstance, req: Requests, rules: ResourceRules) -> d
 
 @dataclass(frozen=True)
 class _PodFacts:
-    """What one pod definition yields: requests per pod, its view, and totals per replica count.
-    Pod definitions repeat across interpretations, and exact quantity arithmetic is costly, so
-    these are cached by the definition's JSON texts (ExtractedInstance.key)."""
+    """What one pod definition's resources yield: requests per pod, their strings, integer values
+    and accelerator counts, and totals per replica count.  Exact quantity arithmetic is costly
+    and the same resources recur across workloads (a team's runs differ in names, images and
+    env, not in what their pods request), so these are cached by what determines them
+    (requests.py's keys), not by the whole definition."""
 
     per_pod: Requests
-    view: dict[str, Any]
+    strings: dict[str, str]
+    values: dict[str, int]
+    gpus: int
+    accelerators: dict[str, int]
     rules: ResourceRules  # the accelerator rules the counts were made with
     scaled: dict[int, Sums]
 
@@ -136,29 +147,53 @@ class _PodFacts:
         """The sums of n such pods."""
         hit = self.scaled.get(n)
         if hit is None:
-            acc = {k: _clamp(v * n) for k, v in self.view["accelerators"].items()}
-            hit = Sums(n, _clamp(self.view["gpus"] * n), acc, multiply(self.per_pod, n))
+            acc = {k: _clamp(v * n) for k, v in self.accelerators.items()}
+            hit = Sums(n, _clamp(self.gpus * n), acc, multiply(self.per_pod, n))
             if len(self.scaled) < 64:  # replica counts of one pod definition are few
                 self.scaled[n] = hit
         return hit
 
 
-# Keyed by the pod definition's JSON texts, which a caller writes (up to a request body each);
-# a view holds parts of the template: accounted at the key's length x (1 + PY_OBJECT_FACTOR).
-_pod_facts: Memo[tuple[bytes | None, ...], _PodFacts] = Memo(maxsize=4096, max_bytes=64 * 1024 * 1024)
+# Keyed by what a pod definition's requests are computed from (resources as the caller wrote
+# them: up to a request body each); an entry holds their parsed quantities and strings:
+# accounted at the key's length x (1 + PY_OBJECT_FACTOR).
+_pod_facts: Memo[bytes, _PodFacts] = Memo(maxsize=4096, max_bytes=64 * 1024 * 1024)
 
 
 def _facts(inst: ExtractedInstance) -> _PodFacts:
-    key = inst.key()  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
+    compute, key_of, parts = _requests_source(inst)
+    key = key_of(*parts)  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
     rules = accelerators.RULES
     hit = _pod_facts.get(key) if key is not None else None
     if hit is not None and hit.rules is rules:
         return hit
-    per_pod = _instance_requests(inst)
-    facts = _PodFacts(per_pod, _pod_view(inst, per_pod, rules), rules, {})
+    per_pod = compute(*parts)
+    facts = _PodFacts(per_pod, to_strings(per_pod), request_values(per_pod), rules.gpu_count(per_pod),
+                      rules.accelerator_counts(per_pod), rules, {})
     if key is not None:
-        _pod_facts.put(key, facts, sum(len(t) for t in key if t is not None) * (1 + PY_OBJECT_FACTOR))
+        _pod_facts.put(key, facts, len(key) * (1 + PY_OBJECT_FACTOR))
     return facts
+
+
+# The pod views by the whole pod definition (ExtractedInstance.key: the JSON texts its type check
+# printed anyway): an unchanged workload interpreted again gets its views back without reading
+# them afresh; a view holds parts of the template: accounted at the key's length x
+# (1 + PY_OBJECT_FACTOR).  A workload seen for the first time misses here and shares its facts.
+_pod_views: Memo[tuple[bytes | None, ...], tuple[_PodFacts, dict[str, Any]]] = Memo(
+    maxsize=4096, max_bytes=64 * 1024 * 1024)
+
+
+def _pod(inst: ExtractedInstance) -> tuple[_PodFacts, dict[str, Any]]:
+    """An instance's pod facts and its pod view."""
+    key = inst.key()  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
+    hit = _pod_views.get(key) if key is not None else None
+    if hit is not None and hit[0].rules is accelerators.RULES:
+        return hit
+    facts = _facts(inst)
+    entry = (facts, _pod_view(inst, facts))
+    if key is not None:
+        _pod_views.put(key, entry, sum(len(t) for t in key if t is not None) * (1 + PY_OBJECT_FACTOR))
+    return entry
 
 
 def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], Sums]:
@@ -174,11 +209,11 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[l
                                  "maxReplicas": s.max_replicas if s else None}
         if bearing:
             try:
-                facts = _facts(inst)
+                facts, view = _pod(inst)
             except QuantityError as e:
                 raise ExtractionError(f"instance {inst.id!r}: {e}", f"{path}.specDefinition") from None
             n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
-            entry["pod"] = dict(facts.view)
+            entry["pod"] = dict(view)
             i_sums = facts.times(n)
             entry["totals"] = i_sums.as_json()
             total = total + i_sums

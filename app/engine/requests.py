@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import orjson
+
 from app.engine.quantity import Quantity, QuantityError, parse_quantity
 
 Requests = dict[str, Quantity]
@@ -111,6 +113,36 @@ def pod_requests(pod_spec: Mapping | None) -> Requests:
 
     # (5) RuntimeClass overhead is charged on top of whatever the pod requests.
     return add(total, _resource_list(spec.get("overhead")))
+
+
+def _resources_part(container: object) -> object:
+    return container.get("resources") if isinstance(container, Mapping) else None
+
+
+def _key_text(parts: tuple) -> bytes | None:
+    try:
+        return orjson.dumps(parts)
+    except TypeError:  # an integer beyond 64 bits, a non-string map key: no key, not cached
+        return None
+
+
+def pod_requests_key(pod_spec: Mapping | None) -> bytes | None:
+    """Exactly what pod_requests reads of a pod spec, as JSON text: equal keys, equal requests.
+    A pod's requests depend on its containers' resources, its init containers' resources and
+    which of them are sidecars, pod-level resources and overhead, not on names, images or env,
+    so two workloads' pods that differ only in those share the key.  None when it cannot be
+    printed (the requests are then computed uncached)."""
+    spec = pod_spec if isinstance(pod_spec, Mapping) else {}
+    inits = [(_resources_part(c), isinstance(c, Mapping) and c.get("restartPolicy") == "Always")
+             for c in _list(spec.get("initContainers"))]
+    return _key_text(("pod", [_resources_part(c) for c in _list(spec.get("containers"))], inits,
+                      spec.get("resources"), spec.get("overhead")))
+
+
+def fragmented_requests_key(containers: list | None, container: Mapping | None, resources: Mapping | None) -> bytes | None:
+    """What fragmented_requests reads, as JSON text (see pod_requests_key)."""
+    return _key_text(("fragmented", [_resources_part(c) for c in _list(containers)], _resources_part(container),
+                      resources))
 
 
 def fragmented_requests(containers: list | None, container: Mapping | None, resources: Mapping | None) -> Requests:
