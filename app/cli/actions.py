@@ -15,7 +15,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from .common import EXIT_FAIL, EXIT_NO_DEFINITION, EXIT_NOT_FOUND, EXIT_OK, CliError
+from .common import EXIT_FAIL, EXIT_NOT_FOUND, EXIT_OK, CliError
 
 EXIT_NOT_SUSPENDABLE = 5
 DONE = {"suspend": "suspended", "resume": "resumed"}
@@ -65,18 +65,12 @@ async def _act(args: argparse.Namespace, which: str, kind: str, name: str, ns: s
     from ..cluster.writes import WriteFailed, guard, guarded_patch
     from ..engine.suspend import ActionError, NoSuspendDefinition, apply_actions
     from ..engine.update import make_patch
-    from .live import _lookup_error, _session, lookup_error_of
+    from .live import _lookup_error, _session, lookup_error_of, served_kinds
 
     async with _session(args, args.context) as (kube, workloads, _):
         kinds: list[Any] = []
         try:
-            kinds = await workloads.known(kind)
-            kube.check()
-            if not kinds:
-                raise CliError(f'no Karta definition covers "{kind}"', EXIT_NO_DEFINITION)
-            if all(k.resource is None for k in kinds):
-                g, v, k = kinds[0].gvk
-                raise CliError(f"{k} ({g + '/' if g else ''}{v}) is not served by this cluster", EXIT_NOT_FOUND)
+            kinds = await served_kinds(kube, workloads, kind)
             found = await workloads.locate(ns, name, kind, allow=allow_all)  # as the kubeconfig user
             d = workloads.definition_for(found.resource.gvk)
         except LookupFailed as e:

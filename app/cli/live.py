@@ -345,18 +345,25 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return EXIT_FAIL if result.get("complete") is False else EXIT_OK  # partial: printed, not a success
 
 
+async def served_kinds(kube: Any, workloads: Any, kind: str) -> list[Any]:
+    """The kinds a TYPE names, when some has a definition and the cluster serves it (else the
+    CLI's error: no definition, exit 4; not served, exit 3)."""
+    kinds = await workloads.known(kind)
+    kube.check()
+    if not kinds:
+        raise CliError(f'no Karta definition covers "{kind}"', EXIT_NO_DEFINITION)
+    if all(k.resource is None for k in kinds):
+        g, v, k = kinds[0].gvk
+        raise CliError(f"{k} ({g + '/' if g else ''}{v}) is not served by this cluster", EXIT_NOT_FOUND)
+    return kinds
+
+
 async def _describe(args: argparse.Namespace, kind: str, name: str,
                     ns: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     async with _session(args, args.context) as (kube, workloads, seen):
         kinds: list[Any] = []
         try:
-            kinds = await workloads.known(kind)
-            kube.check()
-            if not kinds:
-                raise CliError(f'no Karta definition covers "{kind}"', EXIT_NO_DEFINITION)
-            if all(k.resource is None for k in kinds):
-                g, v, k = kinds[0].gvk
-                raise CliError(f"{k} ({g + '/' if g else ''}{v}) is not served by this cluster", EXIT_NOT_FOUND)
+            kinds = await served_kinds(kube, workloads, kind)
             result = await workloads.interpretation(ns, name, kind, allow=allow_all)  # as the kubeconfig user
         except LookupFailed as e:
             raise lookup_error_of(e, kube, kinds, name, ns) from None
