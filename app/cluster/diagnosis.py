@@ -338,5 +338,11 @@ def gang_minimum(result: dict[str, Any]) -> int | None:
     return None
 
 
-def top_reason(entries: list[dict[str, Any]]) -> str | None:
+def row_reason(result: dict[str, Any], pods: list[PodFacts], events: list[WarningEvent], *, ready: int | None,
+               gang_min: int | None) -> str | None:
+    """A list row's `reason`: the top diagnosis entry of an interpretation without pods (its
+    phase and desired count), its pods and Events, without placing pods on components."""
+    st, totals = result.get("status"), result.get("totals")
+    entries = diagnose(pods, [(e, None) for e in events], phase=st["phase"] if st else None, ready=ready,
+                       desired=totals["pods"] if totals else None, gang_min=gang_min)
     return entries[0]["reason"] if entries else None

@@ -26,11 +26,11 @@ from ..karta.registry import AmbiguousDefinition, Registry
 from .diagnosis import (
     WarningEvent,
     context_of,
-    diagnose,
     explain,
     gang_minimum,
     pod_facts,
     recent,
+    row_reason,
     warning_event,
 )
 from .kube import (
@@ -155,6 +155,16 @@ def not_allowed_events(namespace: str | None) -> str:
             "leaves Events out")
 
 
+async def events_visibility(allow: Allow, namespace: str | None, present: set[str],
+                            warnings: list[str]) -> bool | set[str]:
+    """Where the caller may list the Events the rows' reasons read (as `visibility`), said once."""
+    vis = await visibility(allow, EVENTS, namespace, present, [], None)
+    if vis is not True:
+        warnings.append("not allowed to list events" + ("" if vis is False else " in every namespace")
+                        + ", so reasons are shown only where pods and events may be listed")
+    return vis
+
+
 async def hide_unseen(rows: list[dict[str, Any]], allow: Allow, namespace: str | None,
                       warnings: list[str]) -> list[dict[str, Any]]:
     """Rows as this caller may see them: the ready count only where it may list pods, the reason
@@ -163,10 +173,7 @@ async def hide_unseen(rows: list[dict[str, Any]], allow: Allow, namespace: str |
     pods = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
     events: bool | set[str] = True
     if any(r.get("reason") for r in rows):
-        events = await visibility(allow, EVENTS, namespace, present, [], None)
-        if events is not True:
-            warnings.append("not allowed to list events" + ("" if events is False else " in every namespace")
-                            + ", so reasons are shown only where pods and events may be listed")
+        events = await events_visibility(allow, namespace, present, warnings)
     out = []
     for r in rows:
         ns = r["workload"].get("namespace")
@@ -413,11 +420,8 @@ class Workloads(Reader):
             if pods is not None and events is not None and visible_in(events[0], ns):
                 index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
                 related = await self._related(events[1], uid, [c for _, c in pods], index)
-                st, totals = result.get("status"), result.get("totals")
-                entries = diagnose([pod_facts(p, frozenset(c)) for p, c in pods], [(e, None) for e in related],
-                                   phase=st["phase"] if st else None, ready=ready.get(uid),
-                                   desired=totals["pods"] if totals else None, gang_min=gang_minimum(result))
-                out["reason"] = entries[0]["reason"] if entries else None
+                out["reason"] = row_reason(result, [pod_facts(p, frozenset(c)) for p, c in pods], related,
+                                           ready=ready.get(uid), gang_min=gang_minimum(result))
             return out
 
         items = list(await asyncio.gather(*(row(k, o) for k, o in found)))
@@ -430,10 +434,7 @@ class Workloads(Reader):
         if not owned:
             return None
         present = {str((o.get("metadata") or {}).get("namespace") or "") for _, o in found}
-        vis = await visibility(allow, EVENTS, namespace, present, [], None)
-        if vis is not True:
-            warnings.append("not allowed to list events" + ("" if vis is False else " in every namespace")
-                            + ", so reasons are shown only where pods and events may be listed")
+        vis = await events_visibility(allow, namespace, present, warnings)
         if vis is False:
             return None
         listed = await self.warnings_of(namespace, warnings)

@@ -37,9 +37,9 @@ from ..cluster.diagnosis import (
     Context,
     PodFacts,
     context_of,
-    diagnose,
     explain,
     gang_minimum,
+    row_reason,
 )
 from ..cluster.informer import Backoff, Informer, sleep_or_stop
 from ..cluster.kube import CRDS, EVENTS, PODS, Kube, KubeError, Resource
@@ -487,12 +487,8 @@ class LiveModel(Reader):
         """The row's reason: the top diagnosis entry, without placing pods on components."""
         if state.facts is None:
             return None
-        res = state.facts["result"]
-        st, totals = res.get("status"), res.get("totals")
-        entries = diagnose(self.pod_facts(uid), [(e, None) for e in self.warnings_of(uid)],
-                           phase=st["phase"] if st else None, ready=ready,
-                           desired=totals["pods"] if totals else None, gang_min=state.facts.get("gangMin"))
-        return entries[0]["reason"] if entries else None
+        return row_reason(state.facts["result"], self.pod_facts(uid), self.warnings_of(uid), ready=ready,
+                          gang_min=state.facts.get("gangMin"))
 
     # -- interpretation ---------------------------------------------------------------------
     async def _process_loop(self) -> None:
