@@ -14,6 +14,7 @@ from .middleware import setup_logging
 from .settings import (
     Settings,
     auth_mode,
+    check_roles,
     cluster_enabled,
     event_loop,
     settings_from_args,
@@ -39,6 +40,12 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     from ..fleet.specs import SpecError
     from .cluster import cluster_specs
+
+    try:
+        check_roles(settings)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     try:
         cluster_specs(settings)  # a --cluster that cannot work is an error now, not a member that never works

@@ -86,6 +86,12 @@ class Settings:
     token_audiences: list[str] = field(default_factory=list)
     accelerator_resources: list[str] = field(default_factory=lambda: list(accelerators.DEFAULT_ACCELERATORS))
     gpu_resources: list[str] = field(default_factory=lambda: list(accelerators.DEFAULT_GPUS))
+    # Past one process (app/store): a shared Redis/Valkey; shards own clusters, API replicas read it
+    store: str | None = None  # redis://[:password@]host:port/db or rediss://...; None: in memory (one process)
+    store_password: str | None = None  # when the URL carries none (a Secret's value, in a pod)
+    role: str = "all"  # all | shard | api (shard and api need --store)
+    shard_buckets: int = 1  # each cluster split into this many namespace buckets, each claimed on its own
+    store_stream_length: int = 100000  # change events the store's stream keeps (resume window)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -141,6 +147,11 @@ class Settings:
         s.tls_key_file = _env("tls_key_file") or None
         s.token_audiences = _csv("token_audience")
         s.accelerator_resources, s.gpu_resources = resource_rules_from_env()
+        s.store = _env("store") or None
+        s.store_password = _env("store_password") or None
+        s.role = _env("role", s.role) or s.role
+        s.shard_buckets = int(_env("shard_buckets", str(s.shard_buckets)) or s.shard_buckets)
+        s.store_stream_length = int(_env("store_stream_length", str(s.store_stream_length)) or s.store_stream_length)
         return s
 
     def to_env(self) -> dict[str, str]:
@@ -181,7 +192,11 @@ class Settings:
                 **({"WLMAP_TLS_KEY_FILE": self.tls_key_file} if self.tls_key_file else {}),
                 "WLMAP_TOKEN_AUDIENCE": ",".join(self.token_audiences),
                 "WLMAP_ACCELERATOR_RESOURCE": ",".join(self.accelerator_resources),
-                "WLMAP_GPU_RESOURCE": ",".join(self.gpu_resources)}
+                "WLMAP_GPU_RESOURCE": ",".join(self.gpu_resources),
+                **({"WLMAP_STORE": self.store} if self.store else {}),
+                **({"WLMAP_STORE_PASSWORD": self.store_password} if self.store_password else {}),
+                "WLMAP_ROLE": self.role, "WLMAP_SHARD_BUCKETS": str(self.shard_buckets),
+                "WLMAP_STORE_STREAM_LENGTH": str(self.store_stream_length)}
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -305,6 +320,20 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    dest="token_audiences",
                    help="accept only bearer tokens issued for this audience: sent as the TokenReview's audiences "
                         "(repeatable; WLMAP_TOKEN_AUDIENCE, comma-separated; default: the API server's own)")
+    p.add_argument("--store", default=d.store, metavar="URL",
+                   help="share the live state through this Redis or Valkey (redis://host:6379/0, rediss:// for "
+                        "TLS; the password from the URL or WLMAP_STORE_PASSWORD): shards own clusters and write "
+                        "to it, API replicas answer from it (WLMAP_STORE; default: none, one process in memory)")
+    p.add_argument("--role", choices=["all", "shard", "api"], default=d.role,
+                   help="with --store: shard = watch the clusters this process claims (Leases in --namespace) "
+                        "and write them to the store; api = answer every read and stream from the store, watch "
+                        "nothing; all = both (WLMAP_ROLE; default all)")
+    p.add_argument("--shard-buckets", type=int, default=d.shard_buckets, metavar="N",
+                   help="with --role shard|all: split each cluster into N namespace buckets claimed separately, "
+                        "for a cluster too big for one shard (WLMAP_SHARD_BUCKETS; default 1)")
+    p.add_argument("--store-stream-length", type=int, default=d.store_stream_length, metavar="EVENTS",
+                   help="change events the store keeps for stream resumes; an older token is a 410 "
+                        "(WLMAP_STORE_STREAM_LENGTH; default 100000)")
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -331,7 +360,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
                     cluster_secret_allow_insecure=args.cluster_secret_allow_insecure,
                     cluster_probe_interval=args.cluster_probe_interval, loop=args.loop,
                     tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
-                    token_audiences=list(args.token_audiences),
+                    token_audiences=list(args.token_audiences), store=args.store,
+                    store_password=Settings.from_env().store_password, role=args.role,
+                    shard_buckets=args.shard_buckets, store_stream_length=args.store_stream_length,
                     **_resource_rules(args))
 
 
@@ -402,6 +433,23 @@ def event_loop(s: Settings) -> str:
     except ImportError:
         return "asyncio"
     return "uvloop"
+
+
+def check_roles(s: Settings) -> None:
+    """The store flags that cannot work together: refused before the service starts."""
+    if s.role != "all" and not s.store:
+        raise ValueError(f"--role {s.role} needs --store (a Redis or Valkey URL)")
+    if s.store and not s.store.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError("--store takes a redis://, rediss:// or unix:// URL")
+    if s.shard_buckets < 1 or s.shard_buckets > 256:
+        raise ValueError("--shard-buckets takes 1 to 256")
+    if s.store and s.role != "api" and not cluster_enabled(s):
+        raise ValueError(f"--store with --role {s.role} needs a home cluster for its Leases: give --kubeconfig, "
+                         "or run in a pod")
+    if s.store and not s.cache:
+        raise ValueError("--store shares the live model: it cannot be used with --cache false")
+    if s.store_stream_length < 1000:
+        raise ValueError("--store-stream-length takes at least 1000")
 
 
 def auth_mode(s: Settings) -> str:
