@@ -47,13 +47,14 @@ class _SecretRecord:
 class Fleet:
     def __init__(self, registry: Callable[[], Registry], interpret: Interpret, *, cache: bool = True,
                  namespaces: list[str] | None = None, auth: bool = False, labelled: bool = True,
-                 probe_interval: float = 10.0, secret_allow_insecure: bool = False):
+                 probe_interval: float = 10.0, secret_allow_insecure: bool = False,
+                 events: EventLog | None = None, model_factory: Callable[[Member], Any] | None = None):
         self.registry, self.interpret = registry, interpret
         self.options = {"cache": cache, "namespaces": namespaces, "auth": auth, "labelled": labelled,
-                        "probe_interval": probe_interval}
+                        "probe_interval": probe_interval, "model_factory": model_factory}
         self.secret_allow_insecure = secret_allow_insecure  # a Secret may skip TLS verification
         self.labelled = labelled  # rows and metrics name their cluster (any fleet option given)
-        self.events = EventLog()
+        self.events = events if events is not None else EventLog()  # a store's log behind a store
         self.members: dict[str, Member] = {}
         self.home: Member | None = None
         self.static: set[str] = set()  # names registered by flags (a Secret cannot take them)

@@ -33,11 +33,13 @@ class Member:
     def __init__(self, spec: ClusterSpec, *, registry: Callable[[], Registry], interpret: Interpret,
                  events: EventLog, cache: bool = True, namespaces: list[str] | None = None, auth: bool = False,
                  labelled: bool = True, kube: Kube | None = None, probe_interval: float = 10.0,
-                 request_timeout: float = 30.0):
+                 request_timeout: float = 30.0, model_factory: Callable[[Member], Any] | None = None):
         self.spec, self.name = spec, spec.name
         self.registry, self.interpret, self.events = registry, interpret, events
         self.cache, self.namespaces, self.auth, self.labelled = cache, namespaces, auth, labelled
         self.probe_interval, self.request_timeout = probe_interval, request_timeout
+        # Behind a store (app/store): the cluster as the store holds it, in place of a live model
+        self.model_factory = model_factory
         self.kube = kube
         self._owns_kube = kube is None
         self.model: LiveModel | None = None
@@ -81,7 +83,9 @@ class Member:
         self.kube = kube
         self.workloads = Workloads(kube, self.registry, self.interpret, cluster=self.name if self.labelled else None)
         self.access = Access(kube) if self.auth else None
-        if self.cache:
+        if self.model_factory is not None:
+            self.model = self.model_factory(self)
+        elif self.cache:
             self.model = LiveModel(kube, self.registry, self.interpret, namespaces=self.namespaces,
                                    cluster=self.name if self.labelled else None, events=self.events)
 
@@ -167,8 +171,7 @@ class Member:
         if error is None and self.invalid:
             error = self.invalid
         if error is None and self.model is not None:
-            error = next((i.error for kw in self.model.kinds.values() for i in kw.informers
-                          if i.error and i.state in ("unavailable", "forbidden")), None)
+            error = self.model.error()
         return {"name": self.name, "server": server, "version": self.version, "synced": self.synced,
                 "available": self.available, "lastError": error, "workloads": len(rows),
                 "gpus": _num(gpus), "accelerators": dict(sorted(accelerators.items())), "phases": {p: {"workloads": int(v["workloads"]), "gpus": _num(v["gpus"])}

@@ -118,6 +118,10 @@ class EventLog:
             raise TokenError(410, "the resume token is from the future of this process; list again")
         return n
 
+    async def after(self, token: str) -> list[Event]:
+        """The events after a resume token (TokenError when they cannot be told)."""
+        return self.since(self.parse(token))
+
     def since(self, seq: int) -> list[Event]:
         """Events after `seq`; TokenError(410) when the history no longer reaches back that far."""
         if seq == self.seq:

@@ -64,7 +64,7 @@ from ..engine.interpret import generic_flags
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .events import EventLog
+from .events import EventLog, TokenError
 from .owners import OwnerGraph
 from .packing import Packer, deflate, inflate
 from .records import (
@@ -179,6 +179,11 @@ class LiveModel(Reader):
         # Events shown) -> the entries as JSON; the version moves whenever an Event under it does
         self._events_version: dict[str, int] = {}
         self._diagnoses: LRUCache[str, tuple[tuple[Any, ...], bytes]] = LRUCache(maxsize=2048)
+        # A shard's share of the cluster (app/store): objects of other namespaces are not kept,
+        # and each top-level workload refreshed is handed to the exporter, which writes its
+        # answer to the store.  Both None: the model of one process, as always.
+        self.namespace_filter: Callable[[str], bool] | None = None
+        self.exporter: Callable[[str], None] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, stop: asyncio.Event) -> None:
@@ -188,7 +193,7 @@ class LiveModel(Reader):
         self._tasks.append(asyncio.create_task(self._warm_loop(), name="model-warm"))
         if self.warning_events > 0:
             for ns in self.namespaces or [None]:
-                inf = Informer(self.kube, EVENTS, self.warnings.keep, self._on_warning, namespace=ns,
+                inf = Informer(self.kube, EVENTS, self._keep_warning, self._on_warning, namespace=ns,
                                field_selector="type=Warning", scope=self.cluster)
                 self._event_informers.append(inf)
                 self._tasks.append(asyncio.create_task(inf.run(stop), name=f"informer-{inf.name}"))
@@ -237,6 +242,16 @@ class LiveModel(Reader):
         contact = min((i.last_contact for i in informers), default=time.time())
         return {"source": "model", "resourceVersion": str(self.max_rv) if self.max_rv else None,
                 "observedAt": now_iso(None if live else contact), "watching": live}
+
+    @property
+    def applied_rv(self) -> int | None:
+        """The newest resourceVersion whose changes every row and answer reflect (None: some wait)."""
+        return None if self._dirty or self._planning else self.max_rv
+
+    def error(self) -> str | None:
+        """Why part of the cluster cannot be watched now (None: nothing stands in the way)."""
+        return next((i.error for kw in self.kinds.values() for i in kw.informers
+                     if i.error and i.state in ("unavailable", "forbidden")), None)
 
     def status(self) -> dict[str, Any]:
         kinds = [i.status() | {"definition": kw.definition.name if kw.definition else None}
@@ -395,7 +410,11 @@ class LiveModel(Reader):
         group, kind = kw.gk
         packer = Packer()  # this kind's bodies share one dictionary
 
+        mine = self.namespace_filter if kw.resource.namespaced else None
+
         def keep(obj: dict[str, Any]) -> Obj | None:
+            if mine is not None and not mine(str((obj.get("metadata") or {}).get("namespace") or "")):
+                return None  # another shard's bucket
             if "apiVersion" not in obj or obj.get("kind") != kind:
                 obj["apiVersion"], obj["kind"] = kw.resource.api_version, kind
             return record(obj, group, kind, kw.projection, kw.is_pod, packer)
@@ -440,6 +459,12 @@ class LiveModel(Reader):
             self._replan.set()
 
     # -- Warning Events (diagnosis) ---------------------------------------------------------
+    def _keep_warning(self, obj: dict[str, Any]) -> Any:
+        mine = self.namespace_filter
+        if mine is not None and not mine(str((obj.get("metadata") or {}).get("namespace") or "")):
+            return None
+        return self.warnings.keep(obj)
+
     def _on_warning(self, type_: str, key: Any, old: Any, new: Any) -> None:
         for uid in self.warnings.on_event(type_, key, old, new):
             self._events_changed(uid)
@@ -554,6 +579,8 @@ class LiveModel(Reader):
             self.events.publish("ADDED" if state.row is None else "MODIFIED", row_key(row), row,
                                 (kw.resource.group, kw.resource.plural), self.cluster)
             state.row = row
+        if self.exporter is not None:
+            self.exporter(uid)
 
     async def _warm_loop(self) -> None:
         """Compute live answers ahead of reads, one at a time, only while no change waits (changes
@@ -738,39 +765,76 @@ class LiveModel(Reader):
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
         return definition_for(self.registry(), gvk)
 
+    # -- single-workload stream tokens: a sequence number of this process, and what it stood for
+    def sent_token(self, key: tuple[str, str, str, str], digest: bytes) -> str:
+        seq = self.events.next_seq()
+        self.sent[seq] = (key, digest)
+        return self.events.token(seq)
+
+    def resumed(self, token: str, key: tuple[str, str, str, str]) -> bytes | None:
+        """The digest of the state sent with `token` for this workload (TokenError: unknown here)."""
+        seen = self.sent.get(self.events.parse(token))
+        if seen is None or seen[0] != key:
+            raise TokenError(410, "the resume token is too old for this workload (or was issued for another "
+                                  "one); read it again")
+        return seen[1]
+
+    async def export(self, uid: str) -> tuple[dict[str, Any], bytes, bytes, bytes] | None:
+        """What the store keeps of a published workload (None: it has no row now): its row, the
+        object as kept (JSON), its live answer with pods (JSON), and its diagnosis with and without
+        Events (JSON), so an API replica answers any caller as this model would."""
+        obj = self.graph.by_uid.get(uid)
+        kw = self._kind_of(obj) if obj is not None else None
+        state = self.states.get(uid)
+        if obj is None or kw is None or kw.definition is None or state is None or state.row is None:
+            return None
+        body, ctx = await self.live_answer(kw, obj, self.definition_for(kw.resource.gvk), True)
+        diag = None
+        if ctx is not None:
+            pods = self.pod_facts(uid)
+            diag = {"events": explain(ctx, pods, self.warnings_of(uid)), "pods": explain(ctx, pods, [])}
+        return state.row, exact(orjson.dumps(obj.object())), body, orjson.dumps(diag)
+
     async def summaries(self, namespace: str | None, kind: str | None = None, *,
                         allow: Allow) -> dict[str, Any]:
         """GET /workloads from memory (the rules of Workloads.summaries)."""
-        warnings: list[str] = []
-        served = [kw for kw in self.kinds.values() if kw.definition is not None
-                  and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))]
-        if kind and not served:
-            warnings.append(f'no served kind with a definition matches "{kind}"')
-        candidates = [st.row for st in self.states.values() if st.row is not None
-                      and (namespace is None or (st.row["workload"].get("namespace") or None) in (namespace, None))]
-        by_kind: dict[GK, list[dict[str, Any]]] = {}
-        for row in candidates:
-            by_kind.setdefault(row_key(row)[:2], []).append(row)
-        rows: list[dict[str, Any]] = []
-        for kw in served:
-            refused = next((i for i in kw.informers if i.state == "forbidden"), None)
-            if refused is not None:  # the service itself may not list it: as a direct read says
-                warnings.append(f"cannot list {kw.resource.kind}: {refused.error}")
-                continue
-            mine = by_kind.get(kw.gk, [])
-            present = {str(r["workload"].get("namespace") or "") for r in mine}
-            vis = await visibility(allow, kw.resource, namespace, present, warnings)
-            rows += [r for r in mine if visible_in(vis, r["workload"].get("namespace"))]
-        if rows:
-            rows = await hide_unseen(rows, allow, namespace, warnings)
-        sort_rows(rows)
-        if self.namespaces is not None and namespace is None:
-            warnings.append("this service watches namespaces " + ", ".join(self.namespaces) + " only")
-        return {"items": rows, "warnings": sorted(set(warnings)), "freshness": self.freshness()}
+        return await summarize(self.kinds.values(), (st.row for st in self.states.values() if st.row is not None),
+                               namespace, kind, allow, self.namespaces, self.freshness())
 
     def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Every published row with the facts behind it (for the workload metrics)."""
         return [(st.row, st.facts) for st in self.states.values() if st.row is not None]
+
+
+async def summarize(kinds: Any, rows: Any, namespace: str | None, kind: str | None, allow: Allow,
+                    namespaces: list[str] | None, freshness: dict[str, Any]) -> dict[str, Any]:
+    """The rows of a list, as the caller may see them: the rules of Workloads.summaries, applied
+    to rows held in memory (this model's, or the store's mirror of a shard's)."""
+    warnings: list[str] = []
+    served = [kw for kw in kinds if kw.definition is not None
+              and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))]
+    if kind and not served:
+        warnings.append(f'no served kind with a definition matches "{kind}"')
+    by_kind: dict[GK, list[dict[str, Any]]] = {}
+    for row in rows:
+        if namespace is None or (row["workload"].get("namespace") or None) in (namespace, None):
+            by_kind.setdefault(row_key(row)[:2], []).append(row)
+    out: list[dict[str, Any]] = []
+    for kw in served:
+        refused = next((i for i in kw.informers if i.state == "forbidden"), None)
+        if refused is not None:  # the service itself may not list it: as a direct read says
+            warnings.append(f"cannot list {kw.resource.kind}: {refused.error}")
+            continue
+        mine = by_kind.get(kw.gk, [])
+        present = {str(r["workload"].get("namespace") or "") for r in mine}
+        vis = await visibility(allow, kw.resource, namespace, present, warnings)
+        out += [r for r in mine if visible_in(vis, r["workload"].get("namespace"))]
+    if out:
+        out = await hide_unseen(out, allow, namespace, warnings)
+    sort_rows(out)
+    if namespaces is not None and namespace is None:
+        warnings.append("this service watches namespaces " + ", ".join(namespaces) + " only")
+    return {"items": out, "warnings": sorted(set(warnings)), "freshness": freshness}
 
 
 def row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:

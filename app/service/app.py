@@ -317,6 +317,8 @@ class Service:
         model = member.model
         if not whole and model is not None and self.store.ready() and model.answers(kind, api_version, namespace):
             return model
+        if self.settings.store and not whole:  # behind a store, reads come from it or not at all
+            raise model.refusal() if model is not None else fleet_reads.not_synced(member)
         if member.workloads is not None and member.available:
             return member.workloads
         raise fleet_reads.unavailable(member) if not member.available else fleet_reads.not_synced(member)
@@ -783,7 +785,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if model is None:
             return _dumps({"enabled": False, "synced": False,
                            "reason": "no cluster" if member is None else "--cache false"})
-        return _dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(streams.Limits.open)})
+        sharing = service.cluster.sharing if service.cluster is not None else None
+        return _dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(streams.Limits.open)}
+                      | ({"store": sharing.status()} if sharing is not None else {}))
 
     @app.get("/metrics/workloads", operation_id="workloadMetrics", tags=["health"], response_class=Response,
              responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},

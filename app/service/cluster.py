@@ -25,6 +25,7 @@ from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.store import DefinitionStore
 from ..model.live import LiveModel
+from ..store.sharing import Sharing
 from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
 
 log = logging.getLogger("wlmap.cluster")
@@ -78,10 +79,17 @@ class Cluster:
         auth = auth_mode(settings) == "kubernetes"
         # Tokens are reviewed by the home cluster; each read is authorized by its own cluster.
         self.access = Access(kube, audiences=settings.token_audiences) if auth and kube is not None else None
+        # Behind a store (--store), reads come from it (every role) and shards watch what they
+        # claim (--role shard|all): app/store.
+        self.sharing = Sharing(settings, kube, self.namespace, lambda: store.registry, interpret) \
+            if settings.store else None
         self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,
                            namespaces=settings.watch_namespaces, auth=auth, labelled=fleet_mode(settings),
                            probe_interval=settings.cluster_probe_interval,
-                           secret_allow_insecure=settings.cluster_secret_allow_insecure)
+                           secret_allow_insecure=settings.cluster_secret_allow_insecure,
+                           **(self.sharing.fleet_options() if self.sharing else {}))
+        if self.sharing is not None:
+            self.sharing.attach(self.fleet)
         if home is not None and kube is not None:
             self.fleet.add(home, kube, home=True)
         for spec in others:
@@ -123,10 +131,14 @@ class Cluster:
         watch = self.settings.cluster_secrets or bool(self.settings.cluster_secret_names)
         self.fleet.start(stop, self.namespace if watch else None, self.settings.cluster_secret_selector,
                          self.settings.cluster_secret_names)
+        if self.sharing is not None:
+            self._tasks += self.sharing.start(stop)
 
     async def close(self) -> None:
         if self.karta_manager is not None:
             await self.karta_manager.close()  # the Lease is released before the connection closes
+        if self.sharing is not None:  # shards stop (and give their Leases back) before connections close
+            await self.sharing.close()
         await self.fleet.close()
         for t in self._tasks:
             t.cancel()

@@ -235,8 +235,9 @@ class Live(_M):
 class Freshness(_M):
     """How current a live answer is."""
 
-    source: Literal["model", "direct"] = Field(description="model: answered from the watch-maintained model; "
-                                                         "direct: read from the API server for this request")
+    source: Literal["model", "direct", "store"] = Field(
+        description="model: answered from the watch-maintained model; direct: read from the API server for this "
+                    "request; store: from the shared store a shard keeps (--store)")
     resourceVersion: str | None = Field(description="model: the newest resourceVersion the model has applied; "
                                                     "direct: the object's")
     observedAt: str = Field(description="the time the answer reflects: now while every watch is connected, "

@@ -265,7 +265,7 @@ def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
     return present
 
 
-def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool],
+async def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool],
                 snapshot: Callable[[], list[Event]], visible: Visible, query: ListQuery | None = None) -> Any:
     """A stream of a log's events: the current state (or, resuming, what came after the token),
     a BOOKMARK marking its end, then every accepted event as it is published."""
@@ -274,17 +274,25 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
     present = _filtered(visible, query, bool(token))
     backlog: list[Event] = []
     initial: list[Event] = []
+    slot = take_slot(request)
+    # No await between reading the state and subscribing: nothing can slip in between.  A resume
+    # subscribes first, then reads what came after its token (from the store, maybe): events seen
+    # twice are sent once.
+    at = log.seq
+    sub = log.subscribe(accept, Limits.buffer)
     try:
         if token:
-            backlog = [e for e in log.since(log.parse(token)) if accept(e)]
+            backlog = [e for e in await log.after(token) if accept(e)]
         else:
             initial = [e for e in snapshot() if accept(e)]
     except TokenError as e:
+        sub.close()
+        slot.release()
         raise _token_problem(e) from None
-    slot = take_slot(request)
-    # No await between reading the state and subscribing: nothing can slip in between.
-    at = log.seq
-    sub = log.subscribe(accept, Limits.buffer)
+    except BaseException:
+        sub.close()
+        slot.release()
+        raise
 
     async def frames() -> AsyncIterator[Any]:
         Limits.open["list"] += 1
@@ -296,7 +304,7 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
             for ev in backlog:
                 if (sent := await present(ev, ev.type)) is not None:
                     yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
-            last = backlog[-1].seq if backlog else at
+            last = backlog[-1].seq if backlog else (log.parse(token) if token else at)
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, log.token(last))
             while not Ending.now():
                 ev = await sub.next(HEARTBEAT)
@@ -308,7 +316,9 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
                 if ev is None:
                     yield _frame(sse, {"type": "BOOKMARK"}, log.token(max(last, log.seq)))
                     continue
-                last = ev.seq
+                if ev.seq <= last and not _local(ev):
+                    continue  # already sent from the backlog
+                last = max(last, ev.seq)
                 if (sent := await present(ev, ev.type)) is not None:
                     yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
         finally:
@@ -317,6 +327,12 @@ def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool]
             sub.close()
 
     return respond(request, frames(), slot)
+
+
+def _local(ev: Event) -> bool:
+    """An event of this process only (a cluster item of the fleet behind a store): it carries the
+    current token instead of a new one, so it is never a repeat."""
+    return ev.key[:2] == CLUSTER_KEY[:2]
 
 
 def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
@@ -336,7 +352,7 @@ async def list_stream(request: Request, model: LiveModel, namespace: str | None,
     async def visible(ev: Event) -> dict[str, Any] | None:
         return await _shown(allow, kinds[ev.key[:2]], namespace, ev)  # type: ignore[index]
 
-    return _log_stream(request, model.events, accept, lambda: _rows(model), visible, query)
+    return await _log_stream(request, model.events, accept, lambda: _rows(model), visible, query)
 
 
 # -- one workload ---------------------------------------------------------------------------
@@ -353,27 +369,19 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
     except LookupFailed as e:
         raise lookup_problem(e) from None
     key = (res.group, res.kind, found.namespace, found.name)
-    log = model.events
     token = resume_token(request)
     known_digest: bytes | None = None
     if token:
         try:
-            seq = log.parse(token)
+            known_digest = model.resumed(token, key)
         except TokenError as e:
             raise _token_problem(e) from None
-        seen = model.sent.get(seq)
-        if seen is None or seen[0] != key:
-            raise _token_problem(TokenError(410, "the resume token is too old for this workload (or was issued "
-                                                 "for another one); read it again"))
-        known_digest = seen[1]
     slot = take_slot(request)
     wake = asyncio.Event()
     model.watchers.setdefault(key, set()).add(wake)
 
     def record(digest: bytes) -> str:
-        seq = log.next_seq()
-        model.sent[seq] = (key, digest)
-        return log.token(seq)
+        return model.sent_token(key, digest)
 
     async def current() -> bytes | None:
         """The workload's interpretation now (None: it is gone, or no longer visible to the caller)."""
@@ -491,7 +499,7 @@ async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] 
         return [ev for m in fleet.members.values() if m.model is not None and (wanted is None or m.name in wanted)
                 for ev in _rows(m.model, m.name)]
 
-    return _log_stream(request, fleet.events, accept, snapshot, visible, query)
+    return await _log_stream(request, fleet.events, accept, snapshot, visible, query)
 
 
 async def cluster_stream(request: Request, fleet: Fleet) -> Any:
@@ -503,5 +511,5 @@ async def cluster_stream(request: Request, fleet: Fleet) -> Any:
     async def visible(ev: Event) -> dict[str, Any]:
         return ev.object  # type: ignore[no-any-return]
 
-    return _log_stream(request, fleet.events, accept,
+    return await _log_stream(request, fleet.events, accept,
                        lambda: [Event(0, "ADDED", (*CLUSTER_KEY, i["name"]), i) for i in fleet.items()], visible)

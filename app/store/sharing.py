@@ -1,0 +1,78 @@
+"""The service's parts behind a store, chosen by --role: what reads from it, what writes to it.
+
+Every role reads from the store: each cluster of the fleet is a `StoreModel` (reads.py) fed by
+one `StoreHub` (mirror.py).  Roles `shard` and `all` also run a `Shard` (shard.py): it claims
+units with Leases in the service namespace (claims.py) and writes what it watches.  Role `api`
+watches nothing and holds no Lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from ..cluster.kube import Kube
+from ..cluster.workloads import Interpret
+from ..fleet.fleet import Fleet
+from ..fleet.member import Member
+from ..karta.registry import Registry
+from ..service.settings import Settings, fleet_mode
+from .connection import connect
+from .mirror import StoreHub
+from .reads import StoreModel
+from .shard import Shard
+
+
+class Sharing:
+    def __init__(self, settings: Settings, home: Kube | None, namespace: str, registry: Callable[[], Registry],
+                 interpret: Interpret):
+        assert settings.store
+        self.settings, self.home, self.namespace = settings, home, namespace
+        self.registry, self.interpret = registry, interpret
+        self.labelled = fleet_mode(settings)
+        self.redis = connect(settings.store, settings.store_password)
+        self.hub = StoreHub(self.redis, buckets=settings.shard_buckets, labelled=self.labelled)
+        self.shard: Shard | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def role(self) -> str:
+        return self.settings.role
+
+    def fleet_options(self) -> dict[str, Any]:
+        return {"events": self.hub.log, "model_factory": self.model_for}
+
+    def model_for(self, member: Member) -> StoreModel:
+        return StoreModel(self.hub, member.name, self.registry, self.interpret, self.labelled,
+                          member.kube.host if member.kube is not None else None)
+
+    def attach(self, fleet: Fleet) -> None:
+        if self.role in ("shard", "all"):
+            from .claims import Claims
+
+            assert self.home is not None  # check_roles: shards need a home cluster for their Leases
+            self.shard = Shard(fleet, self.redis, Claims(self.home, self.namespace), self.registry, self.interpret,
+                               buckets=self.settings.shard_buckets, maxlen=self.settings.store_stream_length,
+                               namespaces=self.settings.watch_namespaces or None, labelled=self.labelled)
+
+    def start(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+        self._tasks.append(asyncio.create_task(self.hub.run(stop), name="store-hub"))
+        if self.shard is not None:
+            self._tasks.append(asyncio.create_task(self.shard.run(stop), name="shard"))
+        return self._tasks
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        with contextlib.suppress(Exception):
+            await self.redis.aclose()
+
+    def status(self) -> dict[str, Any]:
+        return {"role": self.role, "storeConnected": self.hub.connected, "storeError": self.hub.error,
+                "resumeToken": self.hub.log.token(),
+                **({"shard": self.shard.status()} if self.shard is not None else {})}
