@@ -89,9 +89,12 @@ class Claims:
 
     # -- the interface ----------------------------------------------------------------------
     def set_units(self, units: Iterable[str]) -> None:
-        """The units that exist now; the loop looks again at once."""
-        self._units = set(units)
-        self._wake.set()
+        """The units that exist now; the loop looks again at once when they changed (callers may
+        repeat the same set every second)."""
+        new = set(units)
+        if new != self._units:
+            self._units = new
+            self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim, renew and give up units until `stop`; on exit every Lease held is released."""
