@@ -149,7 +149,7 @@ class LeaseLock:
         next look, not after it expires."""
         self.held = False
         try:
-            lease = await self.kube.get(LEASES, self.namespace, self.name)
+            lease = await self.kube.request("GET", LEASES.path(self.namespace, self.name), timeout=3)
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.holder:
                 return
@@ -157,6 +157,8 @@ class LeaseLock:
             lease["spec"] = spec
             await self.kube.request("PUT", LEASES.path(self.namespace, self.name), body=lease, timeout=3)
             log.info("lease %s/%s released by %s", self.namespace, self.name, self.holder)
+        except NotFound:
+            return  # never created: nothing to give up
         except (TimeoutError, KubeError) as e:
             log.warning("lease %s/%s: could not release (%s); it expires in %d s", self.namespace, self.name, e,
                         self.lease_seconds)

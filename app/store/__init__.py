@@ -1,1 +1,1 @@
-"""The shared store of the sharded mode (issue 24): claims of units by shards, and the Redis store."""
+"""Past one process: shards own clusters and write what they see to a shared Redis; API replicas answer from it."""

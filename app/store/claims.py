@@ -89,9 +89,12 @@ class Claims:
 
     # -- the interface ----------------------------------------------------------------------
     def set_units(self, units: Iterable[str]) -> None:
-        """The units that exist now; the loop looks again at once."""
-        self._units = set(units)
-        self._wake.set()
+        """The units that exist now; the loop looks again at once when they changed (callers may
+        repeat the same set every second)."""
+        new = set(units)
+        if new != self._units:
+            self._units = new
+            self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim, renew and give up units until `stop`; on exit every Lease held is released."""
@@ -137,10 +140,10 @@ class Claims:
     async def release(self) -> None:
         """Give every unit up (on_change first), release their Leases and delete our own shard
         Lease: the other shards take the units at their next look."""
-        held = [u for u, lock in self._locks.items() if lock.held]
         await self._drop(set(self.owned))
-        for unit in held:
-            await self._locks[unit].release()
+        # every unit Lease we may hold: a look cut short by the stop may have taken one unseen
+        # (release reads it first and leaves it alone unless it names us)
+        await asyncio.gather(*(lock.release() for lock in self._locks.values()))
         if self._me.held:
             self._me.held = False
             try:
