@@ -42,6 +42,7 @@ from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore, summary
 from ..karta.validate import reference_text
+from ..store.connection import store_unavailable
 from ..ui import mount_ui
 from . import actions, fleet_reads, metrics, streams
 from .auth import Authorizer
@@ -324,9 +325,17 @@ class Service:
         raise fleet_reads.unavailable(member) if not member.available else fleet_reads.not_synced(member)
 
     # -- the fleet -------------------------------------------------------------------------
+    def need_store(self) -> None:
+        """Behind a store, no read is answered while it is away (503), rather than from rows that
+        may be stale: every read of cluster data passes here."""
+        sharing = self.cluster.sharing if self.cluster is not None else None
+        if sharing is not None and not sharing.hub.connected:
+            raise store_unavailable()
+
     def member(self, name: str | None, what: str = "live workloads") -> Member:
         """The cluster a request names (None: the service's own); 404 unknown, 503 down."""
         cluster = self.need_cluster(what)
+        self.need_store()
         if name is None:
             m = cluster.home or (next(iter(cluster.fleet.members.values())) if len(cluster.fleet.members) == 1
                                  else None)
@@ -345,6 +354,7 @@ class Service:
     def members(self, names: str | None) -> list[Member]:
         """?cluster=a,b (every cluster without it); a cluster named that is down is a 503."""
         cluster = self.need_cluster("live workloads")
+        self.need_store()
         if not names:
             return sorted(cluster.fleet.members.values(), key=lambda m: m.name)
         return [self.member(n.strip()) for n in dict.fromkeys(names.split(",")) if n.strip()]
@@ -754,6 +764,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         down or comes back, syncs, its counts change), as the workload streams frame them."""
         fleet = service.need_cluster("clusters").fleet
         await service.auth.require_path(request.scope["state"], "/clusters")
+        service.need_store()
         if watch:
             return await streams.cluster_stream(request, fleet)
         return _dumps({"items": fleet.items()})
@@ -763,6 +774,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def get_cluster(cluster: str, request: Request) -> Response:
         fleet = service.need_cluster("clusters").fleet
         await service.auth.require_path(request.scope["state"], "/clusters")
+        service.need_store()
         item = next((i for i in fleet.items() if i["name"] == cluster), None)
         if item is None:
             raise ProblemError(404, "cluster-not-found", "Cluster not found",

@@ -27,7 +27,7 @@ import orjson
 from ..cluster.informer import Backoff, sleep_or_stop
 from ..model.events import Event, Subscription, TokenError
 from . import keys
-from .connection import ERRORS
+from .connection import ERRORS, store_unavailable
 
 log = logging.getLogger("wlmap.store")
 
@@ -76,10 +76,13 @@ class StoreLog:
         return sub
 
     def since(self, seq: int) -> list[Event]:
+        if seq < self.first:
+            raise TokenError(410, "the resume token is from before the store's oldest change (it keeps the last "
+                                  "--store-stream-length changes, and none from before it restarted); list again")
         if seq == self.seq:
             return []
         oldest = self.ring[0].seq if self.ring else self.seq + 1
-        if seq < oldest - 1 or seq < self.first:
+        if seq < oldest - 1:
             raise TokenError(410, "the resume token is older than this replica's window; list again")
         return [e for e in self.ring if e.seq > seq]
 
@@ -92,9 +95,14 @@ class StoreLog:
             await asyncio.sleep(0.05)
         if seq > self.seq:
             raise TokenError(410, "the resume token is newer than anything the store holds; list again")
+        if seq < self.first:
+            return self.since(seq)  # 410
         with contextlib.suppress(TokenError):
             return self.since(seq)
-        return await self.hub.read_after(seq)
+        try:
+            return await self.hub.read_after(seq)
+        except ERRORS as e:
+            raise store_unavailable(e) from None
 
     def end_all(self) -> None:
         """The store went away: every stream is told to resume (its buffer is dropped)."""
@@ -147,6 +155,9 @@ class StoreHub:
         if self.loaded_units and self.log.seq and first and first_seq <= self.log.seq:
             self.log.first = first_seq
             return  # the stream still reaches back to where we were: _follow replays what we missed
+        # Loaded anew: no token this replica issued before can be resumed here (the changes between
+        # it and now are not known: the store may have restarted empty), nor any older than the stream.
+        had = self.log.seq
         self.rows.clear()
         self.facts.clear()
         self.loaded_units.clear()
@@ -155,7 +166,7 @@ class StoreHub:
         await self._poll_meta()
         if last:
             self.log.seq = max(self.log.seq, keys.id_to_seq(self._last_id))
-        self.log.first = first_seq
+        self.log.first = max(first_seq, had + 1 if had else 0)
         self.log.ring.clear()
 
     async def _load_units(self, units: list[str]) -> None:

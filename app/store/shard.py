@@ -172,6 +172,9 @@ class ClusterPart:
         return o
 
     async def _beat(self, m: LiveModel) -> None:
+        if self.need_resync:  # owned, not yet in step: say so (the claim makes this shard the writer)
+            for w in self.writers.values():
+                await w.claim()
         await self._write({b: self._meta(m) for b in self.writers}, beat=True)
 
     async def _resync(self, m: LiveModel) -> None:
