@@ -79,6 +79,11 @@ FEATURE_RULES: list[tuple[str, str, str, str, str]] = [
      "Events on Karta resources, where Events of cluster-scoped objects live (`kartas.manage`)"),
     ("", "secrets", "get, list, watch", "release namespace",
      "kubeconfigs of other clusters (`clusters.secrets.enabled`; only `clusters.secrets.names` when given)"),
+    ("coordination.k8s.io", "leases", "get, list, watch, create, update, patch, delete", "release namespace",
+     ("with a store (`store.url` or `store.bundled`), the shards' own Leases and one per claimed cluster or "
+      "namespace bucket (Role `<fullname>-shards`); the API replicas' service account `<fullname>-api` gets no "
+      "Lease and no read of the catalog kinds, only the reviews, `kartas` and the namespace's ConfigMaps and "
+      "cluster Secrets")),
 ]
 
 VERBS = ["get", "list", "watch"]

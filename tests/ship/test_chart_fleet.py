@@ -41,6 +41,7 @@ from .test_helm_chart import (
     RELEASE,
     RELEASE_NS,
     Cluster,
+    assert_lint_clean,
     assert_rejected,
     container,
     dropped,
@@ -314,9 +315,7 @@ def test_clusters_reader_clusterrole() -> None:
                          ids=["defaults", "fleet", "secrets-by-label"])
 @pytest.mark.parametrize("kube_version", [None, "v1.20.2"])
 def test_lint_strict_is_clean(values: dict[str, Any], kube_version: str | None) -> None:
-    report = helm_python.lint(CHART, values, strict=True, namespace=RELEASE_NS, kube_version=kube_version)
-    assert report["errors"] == []
-    assert [m for m in report["messages"] if m["severity"] >= 2] == []
+    assert_lint_clean(values, kube_version)
 
 
 @pytest.mark.parametrize("bad", [

@@ -185,6 +185,11 @@ def test_chart_metadata_follows_the_package() -> None:
 @pytest.mark.parametrize("values", [{}, FULL_VALUES, CERT_MANAGER], ids=["defaults", "full", "cert-manager"])
 @pytest.mark.parametrize("kube_version", [None, "v1.20.2"])
 def test_lint_strict_is_clean(values: dict[str, Any], kube_version: str | None) -> None:
+    assert_lint_clean(values, kube_version)
+
+
+def assert_lint_clean(values: dict[str, Any], kube_version: str | None) -> None:
+    """`helm lint --strict` of the chart with these values: no error, no warning."""
     report = helm_python.lint(CHART, values, strict=True, namespace=RELEASE_NS, kube_version=kube_version)
     assert report["errors"] == []
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
@@ -305,7 +310,8 @@ def readme_rbac_table() -> set[tuple[str, str, str, str]]:
 
 def test_rbac_is_exactly_the_readme_table() -> None:
     """Every built-in root kind (walked in definitions/) is granted get/list/watch, and the
-    service account gets exactly what README's table lists, with every feature on: a catalog
+    service accounts get exactly what README's table lists, with every feature on (and the
+    sharded layout's Roles): a catalog
     kind added without a rule, or a rule nobody documented, fails here."""
     objs = objects(render({"clusters": {"secrets": {"enabled": True}}, "config": {"actions": True},
                            "kartas": {"manage": True}}))
@@ -316,6 +322,11 @@ def test_rbac_is_exactly_the_readme_table() -> None:
         granted |= {(g, r, v, "release namespace") for g, r, v in rule_set(named(objs, "Role", role)["rules"])}
     granted |= {(g, r, v, "namespace `default`") for g, r, v in
                 rule_set(named(objs, "Role", f"{FULLNAME}-karta-events")["rules"])}
+    store = objects(render({"store": {"bundled": True}, "clusters": {"secrets": {"enabled": True}},
+                            "config": {"actions": True}, "kartas": {"manage": True}}))
+    shards, api = named(store, "Role", f"{FULLNAME}-shards"), named(store, "ClusterRole", f"{FULLNAME}-api")
+    granted |= {(g, r, v, "release namespace") for g, r, v in rule_set(shards["rules"])}
+    granted |= {(g, r, v, "cluster") for g, r, v in rule_set(api["rules"])}
     plural = _chart_rbac().plural
     for g, k in root_kinds():
         assert {(g, plural(k), v, "cluster") for v in ("get", "list", "watch")} <= granted, (g, k)
@@ -801,7 +812,8 @@ def dropped(sent: Any, got: Any, path: str = "") -> list[str]:
 def install(cluster: Cluster, rendered: dict[str, str]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Apply every rendered object, in Helm's install order (RBAC and config before workloads)."""
     order = ["ServiceAccount", "ConfigMap", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
-             "Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor"]
+             "Deployment", "StatefulSet", "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy",
+             "ServiceMonitor"]
     objs = sorted(objects(rendered), key=lambda o: order.index(o["kind"]))
     return [(o, cluster.apply(o)) for o in objs]
 

@@ -155,3 +155,90 @@ tlsConfig:
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* Whether the release shares its state through a store (store.url or store.bundled): shards and
+API replicas then run instead of the single-process Deployment.  Both set fails the render. */}}
+{{- define "workload-map.store" -}}
+{{- if and .Values.store.url .Values.store.bundled }}
+{{- fail "store.url and store.bundled exclude each other: give an existing Redis/Valkey (url) or run the release's own (bundled)" }}
+{{- end }}
+{{- if or .Values.store.url .Values.store.bundled }}
+{{- if not .Values.config.cache }}
+{{- fail "a store shares the live model: it cannot be used with config.cache false" }}
+{{- end }}
+{{- print "true" }}
+{{- end }}
+{{- end }}
+
+{{/* The name of a part of the release: <fullname>-<part> (api, shards, redis), within 63 characters. */}}
+{{- define "workload-map.partName" -}}
+{{- printf "%s-%s" (include "workload-map.fullname" .root | trunc (int (sub 62 (len .part))) | trimSuffix "-") .part }}
+{{- end }}
+
+{{/* The store's URL (--store): store.url, else the bundled Redis' headless Service. */}}
+{{- define "workload-map.storeURL" -}}
+{{- if .Values.store.url }}
+{{- .Values.store.url }}
+{{- else }}
+{{- printf "redis://%s.%s.svc:6379/0" (include "workload-map.partName" (dict "root" . "part" "redis")) .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/* The store's TCP port, for the NetworkPolicy: the URL's, else 6379. */}}
+{{- define "workload-map.storePort" -}}
+{{- $port := regexFind ":[0-9]+$" (urlParse (include "workload-map.storeURL" .)).host }}
+{{- if $port }}{{ trimPrefix ":" $port }}{{ else }}6379{{ end }}
+{{- end }}
+
+{{/* Labels selecting the pods of one role ("" for the single process, api, shard): the release's
+selector labels, plus app.kubernetes.io/component with a role.  Called with (dict "root" $ "role" ROLE). */}}
+{{- define "workload-map.roleSelectorLabels" -}}
+{{ include "workload-map.selectorLabels" .root }}
+{{- with .role }}
+app.kubernetes.io/component: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select the bundled Redis pod: its own name, so no selector of the service's pods
+(NetworkPolicy, PodDisruptionBudget, topology spread) ever matches it. */}}
+{{- define "workload-map.redisSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "workload-map.name" . }}-redis
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: store
+{{- end }}
+
+{{- define "workload-map.redisLabels" -}}
+helm.sh/chart: {{ include "workload-map.chart" . }}
+{{ include "workload-map.redisSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.store.redis.image.tag | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: workload-map
+{{- end }}
+
+{{/* The API replicas' service account: with serviceAccount.create, <name>-api (no list or watch
+of workloads, no Leases); else the one given. */}}
+{{- define "workload-map.apiServiceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- printf "%s-api" (include "workload-map.serviceAccountName" . | trunc 59 | trimSuffix "-") }}
+{{- else }}
+{{- include "workload-map.serviceAccountName" . }}
+{{- end }}
+{{- end }}
+
+{{/* Whether more than one API replica runs (with a store). */}}
+{{- define "workload-map.apiMultiReplica" -}}
+{{- if .Values.api.autoscaling.enabled }}
+{{- if gt (int .Values.api.autoscaling.minReplicas) 1 }}true{{ end }}
+{{- else if gt (int .Values.api.replicas) 1 }}true
+{{- end }}
+{{- end }}
+
+{{/* With a store and its own service account, the API replicas as one more subject of a binding
+(the definition sources, the cluster Secrets): nothing otherwise. */}}
+{{- define "workload-map.apiSubject" -}}
+{{- if and (include "workload-map.store" .) .Values.serviceAccount.create }}
+- kind: ServiceAccount
+  name: {{ include "workload-map.apiServiceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}
+{{- end }}
