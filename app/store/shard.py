@@ -165,7 +165,9 @@ class ClusterPart:
                      ("observedAt", fresh["observedAt"]),
                      *((("resourceVersion", str(m.applied_rv)),) if m.applied_rv is not None and not self.pending
                        else ()),
-                     ("kinds", orjson.dumps(kinds)), ("error", m.error() or ""),
+                     # the kinds once listed: a new owner's model knows none before its first sync,
+                     # and readers find workloads by them (the previous owner's stay meanwhile)
+                     *((("kinds", orjson.dumps(kinds)),) if m.synced else ()), ("error", m.error() or ""),
                      *((("everSynced", b"1"),) if m.synced and not self.need_resync else ()),
                      ("namespaces", orjson.dumps(m.namespaces)), ("buckets", str(self.shard.buckets))):
             o.hset("meta", f, v)
