@@ -67,6 +67,10 @@ from tests.store.redis_server import RedisServer
 
 WLMAP = Path(sys.executable).parent / "wlmap"
 CLUSTERS = ("a", "b", "c")
+# What the API servers and the shards do on their own (their controllers, the Leases' renewals):
+# a request on any other resource during a read window is one a read may have caused.
+BACKGROUND = {"leases.coordination.k8s.io", "namespaces", "services", "endpoints",
+              "flowschemas.flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io"}
 TARGETS = {"list_p50_ms": 50.0, "get_p50_ms": 5.0, "api_per_read": 0.0, "takeover_s": 30.0}
 
 
@@ -76,21 +80,26 @@ class Proc:
     """One `wlmap serve` over the three clusters (a is the home cluster)."""
 
     def __init__(self, name: str, servers: dict[str, ApiServer], log_dir: Path, extra: list[str],
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, code: Path | None = None):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         a, b, c = (servers[n] for n in CLUSTERS)
-        args = [str(WLMAP), "serve", "--host", "127.0.0.1", "--port", str(self.port),
+        # `code`: the service from another checkout (a baseline), with this environment's packages
+        run = "import sys; from app.cli.main import main; sys.argv[0] = 'wlmap'; sys.exit(main())"
+        cmd = [sys.executable, "-c", run] if code else [str(WLMAP)]
+        args = [*cmd, "serve", "--host", "127.0.0.1", "--port", str(self.port),
                 "--kubeconfig", str(a.kubeconfig("service")), "--cluster-name", "a", "--namespace", SERVICE_NS,
                 "--cluster", f"b={b.kubeconfig('service')}", "--cluster", f"c={c.kubeconfig('service')}",
                 "--karta-resources", "false", "--auth", "none", "--log-level", "warning", *extra]
         penv = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
         penv.update(env or {})
+        if code:
+            penv["PYTHONPATH"] = str(code)
         self.log_path = log_dir / f"{name}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process writes it until stop()
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=penv)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=penv, cwd=code)
         self.pod = (env or {}).get("POD_NAME", "")
 
     def output(self, n: int = 3000) -> str:
@@ -209,6 +218,7 @@ class Bench:
         self.single: Proc | None = None
         self.res: dict[str, Any] = {"errors": [], "reads": {}, "api": {}, "startup_s": {}}
         self.background = 0.0
+        self.background_resources = set(BACKGROUND)
         self.flipped: list[tuple[str, str, str]] = []  # pods set not ready, put back at the end
 
     # -- processes ------------------------------------------------------------------------------
@@ -286,6 +296,7 @@ class Bench:
         dt = time.monotonic() - t0
         n, detail = self.counted(before, self.scrape())
         self.background = n / dt
+        self.background_resources = {k.split(" ", 2)[2] for k in detail} | BACKGROUND
         self.res["quiet"] = {"seconds": round(dt, 1), "counted": n, "rate_per_s": self.background,
                              "detail": detail}
         print(f"   quiet window {dt:.1f} s: {n:.0f} API requests (non-watch) on the three servers = background "
@@ -316,14 +327,16 @@ class Bench:
             window = time.monotonic() - t0
         n, detail = self.counted(before, self.scrape())
         per_read = max(0.0, n - self.background * window) / len(paths)
+        foreign = sum(v for k, v in detail.items() if k.split(" ", 2)[2] not in self.background_resources)
         self.res["reads"].setdefault(target.name, {})[key] = {
             "n": len(lat), "p50_ms": pct(lat, 50) * 1000, "p99_ms": pct(lat, 99) * 1000,
             "max_ms": max(lat) * 1000, "errors": errors, "bytes": len(body)}
         self.res["api"].setdefault(target.name, {})[key] = {"window_s": window, "counted": n, "per_read": per_read,
-                                                          "detail": detail}
+                                                          "not_background": foreign, "detail": detail}
         print(f"   {target.name:7s} {key:5s} n={len(lat):4d}  p50 {fmt_ms(pct(lat, 50)):>9s}  p99 "
               f"{fmt_ms(pct(lat, 99)):>9s}  max {fmt_ms(max(lat)):>9s}  {len(body) / 1e3:.0f} kB  "
-              f"API requests/read {per_read:.3f} ({n:.0f} counted in {window:.1f} s)  errors {errors}", flush=True)
+              f"API requests/read {per_read:.3f} ({n:.0f} counted in {window:.1f} s, {foreign:.0f} on resources "
+              f"the background does not touch)  errors {errors}", flush=True)
 
     def measure_reads(self) -> None:
         n = self.a.requests
@@ -335,6 +348,34 @@ class Bench:
         for target in (self.apis[0], self.single, self.apis[1]):  # the second replica too: the same figures?
             self.reads(target, "list", lists, want)
             self.reads(target, "get", gets)
+
+    def profile(self, out: Path, n: int = 1000) -> None:
+        """py-spy (raw collapsed stacks) on an API replica and the single process while they answer
+        n more lists and n GETs: where a read's time goes (self time per function, top entries)."""
+        import shutil
+
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        out.mkdir(parents=True, exist_ok=True)
+        assert self.single is not None
+        gets = [f"/clusters/{c}/workloads/{ns}/{name}" for c, ns, name in
+                (self.rng.choice(self.refs) for _ in range(n))]
+        prof: dict[str, Any] = {}
+        for target in (self.apis[0], self.single):
+            for key, paths in (("list", ["/workloads"] * (n // 4)), ("get", gets)):
+                f = out / f"{target.name}-{key}.txt"
+                spyp = subprocess.Popen([spy, "record", "--pid", str(target.proc.pid), "--rate", "500", "--format",
+                                         "raw", "--output", str(f), "--nonblocking"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.0)
+                with httpx.Client(base_url=target.url, timeout=60) as http:
+                    for p in paths:
+                        http.get(p)
+                spyp.send_signal(signal.SIGINT)
+                spyp.wait(30)
+                prof[f"{target.name} {key}"] = top_frames(f)
+                print(f"   profile {target.name} {key}: " + "; ".join(f"{fn} {share:.0%}" for fn, share in
+                                                                    prof[f"{target.name} {key}"][:8]), flush=True)
+        self.res["profile"] = prof
 
     # -- changes on the API servers -------------------------------------------------------------
     def ready_pod(self, c: str, ns: str, name: str) -> str | None:
@@ -456,7 +497,7 @@ class Bench:
                                      for k, v in self.res["rss_mb"].items()), flush=True)
 
     # -- a shard killed ---------------------------------------------------------------------------
-    def kill_shard(self) -> None:
+    def kill_shard(self, label: str = "kill") -> None:
         from benchmarks.http_bench import process_tree
 
         api = self.apis[0]
@@ -471,7 +512,7 @@ class Bench:
         tree = process_tree(victim.proc.pid)
         reads = failed = 0
         first_fail = ""
-        t_unwatched = t_visible = t_fresh = None
+        t_unwatched = t_visible = t_fresh = t_owned = None
         with httpx.Client(base_url=api.url, timeout=15) as http:
             t0 = time.monotonic()
             for pid in tree:
@@ -501,12 +542,18 @@ class Bench:
                     reads += 1
                     try:
                         rl = http.get(f"/clusters/{c}/workloads")
-                        if rl.status_code != 200:
+                        rows = len(rl.json().get("items") or []) if rl.status_code == 200 else -1
+                        if rows != self.spec.workloads:  # an error, or a list that lost rows
                             failed += 1
-                            first_fail = first_fail or f"list {c}: HTTP {rl.status_code} {rl.text[:200]}"
+                            first_fail = first_fail or f"list {c}: HTTP {rl.status_code}, {rows} rows " \
+                                                       f"{rl.text[:200] if rows < 0 else ''}"
                     except httpx.HTTPError as e:
                         failed += 1
                         first_fail = first_fail or f"list {c}: {type(e).__name__}"
+                if t_owned is None:
+                    now = owners(api)
+                    if all(now[c] and not now[c].startswith(victim.pod + "_") for c in lost):
+                        t_owned = time.monotonic() - t0
                 w = {c: watching(api, c) for c in lost}
                 if t_unwatched is None and not all(w.values()):
                     t_unwatched = time.monotonic() - t0
@@ -518,16 +565,57 @@ class Bench:
                 time.sleep(0.2)
         self.shards.remove(victim)
         victim.stop()
-        self.res["kill"] = {"victim": victim.pod, "clusters": list(lost), "change_made_s": t_change,
-                            "unwatched_after_s": t_unwatched, "change_visible_s": t_visible,
+        self.res[label] = {"victim": victim.pod, "clusters": list(lost), "change_made_s": t_change,
+                            "unwatched_after_s": t_unwatched, "claimed_by_other_s": t_owned, "change_visible_s": t_visible,
                             "fresh_again_s": t_fresh, "reads": reads, "failed_reads": failed,
                             "first_failure": first_fail, "owners_after": owners(api)}
-        print(f"   shard killed: {victim.pod} owned {', '.join(lost)}; watching false after "
-              f"{t_unwatched if t_unwatched is None else round(t_unwatched, 1)} s; change visible after "
+        print(f"   [{label}] shard killed: {victim.pod} owned {', '.join(lost)}; watching false after "
+              f"{t_unwatched if t_unwatched is None else round(t_unwatched, 1)} s; claimed by the other shard after "
+              f"{t_owned if t_owned is None else round(t_owned, 1)} s; change visible after "
               f"{t_visible if t_visible is None else round(t_visible, 1)} s; fresh again (watching, owned by the "
               f"other shard) after {t_fresh if t_fresh is None else round(t_fresh, 1)} s; {reads} reads, "
               f"{failed} failed{' (' + first_fail + ')' if first_fail else ''}", flush=True)
         self.set_ready(c0, ns0, pod0, True)
+
+    def baseline_shards(self, code: Path) -> None:
+        """Both shards replaced by two running the baseline's code (the API replicas stay)."""
+        assert self.redis is not None
+        for s in self.shards:
+            s.stop()
+        self.shards = [Proc(f"base-shard-{i}", self.servers, self.log_dir, ["--store", self.redis.url, "--role",
+                                                                             "shard"], {"POD_NAME": f"base-{i}"},
+                            code=code) for i in (1, 2)]
+        t0 = time.monotonic()
+        for c in CLUSTERS:  # owned by the baseline shards and watched
+            while not (watching(self.apis[0], c) and owners(self.apis[0])[c].startswith("base-")):
+                if time.monotonic() - t0 > 300:
+                    raise RuntimeError(f"baseline shards did not take {c} over")
+                time.sleep(0.5)
+        while len({o.split("_")[0] for o in owners(self.apis[0]).values()}) < 2 and time.monotonic() - t0 < 120:
+            time.sleep(0.5)  # both shards own clusters before one is killed
+        self.wait_answers()
+        print(f"   baseline shards ({code}) own every cluster after {time.monotonic() - t0:.1f} s: "
+              f"{owners(self.apis[0])}", flush=True)
+
+
+def top_frames(path: Path, n: int = 15) -> list[tuple[str, float]]:
+    """Self time per function from py-spy's raw output (`frame;frame;... count`), busy samples only."""
+    own: dict[str, int] = {}
+    total = 0
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        leaf = stack.rsplit(";", 1)[-1]
+        if any(w in leaf for w in ("select (selectors", "_run_once (asyncio", "poll (", "epoll", "wait (threading")):
+            continue  # idle: waiting for the next request
+        own[leaf] = own.get(leaf, 0) + int(count)
+        total += int(count)
+    return [(k, v / total) for k, v in sorted(own.items(), key=lambda kv: -kv[1])[:n]] if total else []
 
 
 # -- report ---------------------------------------------------------------------------------------
@@ -550,8 +638,14 @@ def table(res: dict[str, Any], spec: FillSpec) -> str:
     api = res["api"]
     per = max(api[n][k]["per_read"] for n in ("api-1", "api-2") for k in ("list", "get"))
     sper = max(api["single"][k]["per_read"] for k in ("list", "get"))
-    rows.append(("API-server requests per read (max of windows)", f"{per:.3f}", f"{sper:.3f}", "", "0",
-                 verdict(per < 0.01)))
+    foreign = sum(api[n][k]["not_background"] for n in ("api-1", "api-2") for k in ("list", "get"))
+    sforeign = sum(api["single"][k]["not_background"] for k in ("list", "get"))
+    nreads = sum(res["reads"][n][k]["n"] for n in ("api-1", "api-2") for k in ("list", "get"))
+    rows.append(("API-server requests caused by reads (on workload resources)",
+                 f"{foreign:.0f} in {nreads} reads", f"{sforeign:.0f} in {nreads // 2} reads", "", "0",
+                 verdict(foreign == 0)))
+    rows.append(("  all non-watch requests net of the background rate, per read (max)", f"{per:.3f}",
+                 f"{sper:.3f}", "", "", ""))
     k = res.get("kill") or {}
     fresh = k.get("fresh_again_s")
     rows.append(("shard killed: its clusters fresh again (watching, change visible)",
@@ -559,6 +653,12 @@ def table(res: dict[str, Any], spec: FillSpec) -> str:
                  verdict(fresh is not None and fresh <= TARGETS["takeover_s"])))
     rows.append(("  failed reads meanwhile", f"{k.get('failed_reads')} of {k.get('reads')}", "", "", "0",
                  verdict(k.get("failed_reads") == 0)))
+    kb = res.get("kill_baseline")
+    if kb:
+        fb = kb.get("fresh_again_s")
+        rows.append(("  the same with the baseline's shards: fresh again; failed reads",
+                     f"{fb:.1f} s" if fb is not None else "not within the timeout", "", "", "",
+                     f"{kb.get('failed_reads')} of {kb.get('reads')} failed"))
     rs = res.get("resume") or {}
     rows.append((f"stream resumed on the other replica after {rs.get('changes')} changes",
                  (f"HTTP {rs.get('status')}, {rs.get('events')} events, missed {rs.get('missed')}, "
@@ -603,6 +703,9 @@ def main() -> int:
     ap.add_argument("--quiet", type=float, default=10.0, help="seconds of the quiet window (background rate)")
     ap.add_argument("--takeover-timeout", type=float, default=60.0)
     ap.add_argument("--no-kill", action="store_true", help="skip the shard kill")
+    ap.add_argument("--profile", type=Path, help="py-spy the API replica and the single process here (raw stacks)")
+    ap.add_argument("--baseline", type=Path, help="a checkout of the code before a fix (git worktree): kill a "
+                                                  "shard running it too, after the first kill")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -630,10 +733,15 @@ def main() -> int:
         bench.start()
         bench.quiet_window(args.quiet)
         bench.measure_reads()
+        if args.profile:
+            bench.profile(args.profile)
         bench.resume()
         bench.memory()
         if not args.no_kill:
             bench.kill_shard()
+            if args.baseline:
+                bench.baseline_shards(args.baseline.resolve())
+                bench.kill_shard("kill_baseline")
         figures["results"] = bench.res
         figures["machine"]["load_end"] = os.getloadavg()
         print()
