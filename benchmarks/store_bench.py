@@ -225,6 +225,7 @@ class Bench:
     def start(self) -> None:
         lease_rbac(self.servers["a"])
         self.redis = RedisServer().start()
+        self.redis_started = time.monotonic()
         self.res["redis_empty_bytes"] = self.redis_info()["used_memory"]
         store = ["--store", self.redis.url]
         for i in (1, 2):
@@ -267,13 +268,13 @@ class Bench:
         for c, ns, pod in self.flipped:  # leave the fill as it was (for --reuse-dir)
             self.set_ready(c, ns, pod, True)
 
-    def redis_info(self) -> dict[str, Any]:
+    def redis_info(self, section: str = "memory") -> dict[str, Any]:
         import redis
 
         assert self.redis is not None
         r = redis.Redis.from_url(self.redis.url)
         try:
-            return dict(r.info("memory"))
+            return dict(r.info(section))
         finally:
             r.close()
 
@@ -485,7 +486,13 @@ class Bench:
                              "per_workload_bytes": (used - stream_bytes) / rows, "stream_entries": xlen,
                              "stream_bytes": stream_bytes, "per_entry_bytes": stream_bytes / max(1, xlen),
                              "hash_bytes_per_workload": {f: v / rows for f, v in by_field.items()}}
+        cpu, stats = self.redis_info("cpu"), self.redis_info("stats")
+        self.res["redis"]["cpu_s"] = float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+        self.res["redis"]["commands"] = int(stats["total_commands_processed"])
+        self.res["redis"]["uptime_s"] = time.monotonic() - self.redis_started
         m = self.res["redis"]
+        print(f"   redis: {m['cpu_s']:.1f} s of CPU and {m['commands']} commands in its {m['uptime_s']:.0f} s "
+              f"(the shards' sync of every cluster, the reads, the stream above)", flush=True)
         print(f"   redis: used_memory {info['used_memory'] / 1e6:.1f} MB (empty {m['empty'] / 1e6:.1f} MB); "
               f"stream {xlen} entries, {stream_bytes / 1e6:.1f} MB = {m['per_entry_bytes']:.0f} B/entry; "
               f"the rest {m['per_workload_bytes'] / 1e3:.1f} kB per workload ("
