@@ -59,7 +59,7 @@ class StoreLog:
     def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
                 cluster: str | None = None) -> Event:
         """An event of this process only (the fleet's cluster items): it takes the current token."""
-        ev = Event(self.seq, type_, key, obj, resource, cluster)
+        ev = Event(self.seq, type_, key, obj, resource, cluster, local=True)
         for sub in list(self.subscribers):
             sub.offer(ev)
         return ev

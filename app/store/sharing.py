@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+from urllib.parse import urlsplit
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +25,15 @@ from .connection import connect
 from .mirror import StoreHub
 from .reads import StoreModel
 from .shard import Shard
+
+
+def claims_group(url: str) -> str:
+    """The shards that share a store share their Leases' group, whatever else runs in the
+    namespace (two installs with two stores never take each other's clusters); the password is
+    not part of it."""
+    u = urlsplit(url)
+    where = f"{u.scheme}://{u.hostname or ''}:{u.port or ''}{u.path}"
+    return "wlmap-" + hashlib.blake2b(where.encode(), digest_size=5).hexdigest()
 
 
 class Sharing:
@@ -53,7 +64,8 @@ class Sharing:
             from .claims import Claims
 
             assert self.home is not None  # check_roles: shards need a home cluster for their Leases
-            self.shard = Shard(fleet, self.redis, Claims(self.home, self.namespace), self.registry, self.interpret,
+            claims = Claims(self.home, self.namespace, group=claims_group(self.settings.store))
+            self.shard = Shard(fleet, self.redis, claims, self.registry, self.interpret,
                                buckets=self.settings.shard_buckets, maxlen=self.settings.store_stream_length,
                                namespaces=self.settings.watch_namespaces or None, labelled=self.labelled)
 

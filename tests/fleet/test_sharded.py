@@ -142,11 +142,17 @@ def test_api_replicas_answer_like_the_single_process(sharded: Sharded, fleet_ser
             bare = httpx.get(api.url + path, params={"pods": "false"}, timeout=30)
             assert _strip(bare.json()) == _strip(httpx.get(fleet_service.url + path, params={"pods": "false"},
                                                            timeout=30).json())
+        assert _series(api) == _series(fleet_service)  # workload metrics, from the store's rows and facts
         items = {i["name"]: i for i in httpx.get(api.url + "/clusters", timeout=10).json()["items"]}
         assert sorted(items) == CLUSTERS and all(items[c]["synced"] for c in CLUSTERS)
         # one name in two clusters: the same 409 naming both
         amb = httpx.get(api.url + f"/workloads/{NS}/shared", timeout=30)
         assert amb.status_code == 409 and {c["cluster"] for c in amb.json()["candidates"]} == {"b", "c"}
+
+
+def _series(server: Server) -> list[str]:
+    text = httpx.get(server.url + "/metrics/workloads", timeout=30).text
+    return sorted(line for line in text.splitlines() if line.startswith("wlmap_workload"))
 
 
 def _lists_equal(single: Server, api: Server) -> bool:
@@ -305,3 +311,39 @@ def test_the_store_going_away_is_a_503_and_shards_resync_when_it_is_back(sharded
     # a token from before the store restarted cannot be resumed: 410, never a silent gap
     r = httpx.get(api.url + "/workloads", params={"watch": "true", "resumeFrom": token}, timeout=15)
     assert r.status_code == 410, r.text
+
+
+def test_role_all_with_namespace_buckets_answers_like_the_single_process(fleet: Fleet,
+                                                                       fleet_service: Server) -> None:
+    """Two `--role all` processes on a store of their own, each cluster in three namespace
+    buckets: the buckets spread over both, and either process answers like one process."""
+    lease_rbac(fleet)
+    redis = RedisServer().start()
+    procs: list[Server] = []
+    try:
+        for i in (1, 2):
+            procs.append(Server(*fleet_args(fleet, "--auth", "none", "--store", redis.url, "--role", "all",
+                                            "--shard-buckets", "3"), env={"POD_NAME": f"all-{i}"}))
+        for p in procs:
+            wait_synced(p, CLUSTERS, timeout=90)
+
+        def spread() -> list[str] | None:
+            units = [u for c in CLUSTERS
+                     for u in httpx.get(procs[0].url + f"/model?cluster={c}", timeout=10).json()["units"]]
+            assert sorted(u["unit"] for u in units) == sorted(f"{c}#{b}" for c in CLUSTERS for b in range(3))
+            owners = [(u["owner"] or "").split("_")[0] for u in units]
+            return owners if sorted(owners.count(o) for o in set(owners)) == [4, 5] else None  # 9 units over 2
+
+        _eventually(spread, timeout=60)
+        for p in procs:
+            wait_watching(p)
+        for p in procs:
+            _eventually(lambda p=p: _lists_equal(fleet_service, p))
+            for c in CLUSTERS:
+                path = f"/clusters/{c}/workloads/{NS}/train-{c}"
+                assert _strip(httpx.get(p.url + path, timeout=30).json()) == \
+                    _strip(httpx.get(fleet_service.url + path, timeout=30).json())
+    finally:
+        for p in procs:
+            p.stop()
+        redis.stop()
