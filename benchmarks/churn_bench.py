@@ -300,8 +300,11 @@ class GetPoller(threading.Thread):
         while not self.stop:
             self.wake.wait(0.2)
             self.wake.clear()
-            while self.todo and not self.stop:
-                ch = self.todo.popleft()
+            while not self.stop:
+                try:
+                    ch = self.todo.popleft()  # shared with the other pollers
+                except IndexError:
+                    break
                 seen = None
                 while ch.answered is None and not ch.failed and time.perf_counter() - ch.sent < self.timeout:
                     time.sleep(0.002)
@@ -719,7 +722,8 @@ def main() -> int:
     finally:
         if ledger is not None and server.apiserver is not None:
             try:
-                print(f"restored {restore(server, ledger)} pods to Ready", flush=True)
+                figures["restored"] = restore(server, ledger)
+                print(f"restored {figures['restored']} pods to Ready", flush=True)
             except Exception as e:  # noqa: BLE001 - the fill may be left changed; say so
                 print(f"restore failed: {e}", file=sys.stderr)
         if stream is not None:
