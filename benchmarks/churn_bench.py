@@ -506,14 +506,38 @@ def restore(server: ApiServer, ledger: Ledger) -> int:
     return n
 
 
-def profile(pid: int, seconds: float, out: Path) -> str:
-    """py-spy's flat top of the service during a window (empty when py-spy is not installed)."""
+# where the service's time goes: a frame on the stack -> what it stands for
+PROFILE_PARTS = [("LiveModel._warm_loop", "live answers computed ahead of reads (warm-ahead)"),
+                 ("Obj.object", "  of which unpacking kept objects"),
+                 ("Informer.run", "reading watch events (decode, project, pack)"),
+                 ("LiveModel._process_loop", "changes into rows and events"),
+                 ("LiveModel._reason", "  of which the row's diagnosis reason"),
+                 ("_SelectorSocketTransport.write", "writing to sockets (streams, answers)"),
+                 ("RequestResponseCycle.run_asgi", "request handling (GET polls, /model)")]
+
+
+def profile(pid: int, seconds: float, out: Path) -> dict[str, Any]:
+    """py-spy over a window of the service (`raw`: collapsed stacks, kept in `out`), and the share
+    of its samples under each of PROFILE_PARTS.  Empty when py-spy is not installed
+    (`.venv/bin/pip install py-spy`)."""
     spy = Path(sys.executable).parent / "py-spy"
     if not spy.exists():
-        return ""
+        return {"error": "py-spy is not installed"}
     r = subprocess.run([str(spy), "record", "--pid", str(pid), "--duration", str(int(seconds)), "--format", "raw",
                         "--output", str(out), "--nonblocking"], capture_output=True, text=True, check=False)
-    return r.stderr[-2000:] if r.returncode else str(out)
+    if r.returncode:
+        return {"error": r.stderr[-2000:]}
+    total, under = 0, dict.fromkeys([label for _, label in PROFILE_PARTS], 0)
+    for line in out.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not n.isdigit():
+            continue
+        total += int(n)
+        for frame, label in PROFILE_PARTS:
+            if frame + " (" in stack:
+                under[label] += int(n)
+    return {"file": str(out), "samples": total,
+            "shares": {k: round(v / total * 100, 1) if total else 0.0 for k, v in under.items()}}
 
 
 # -- main ------------------------------------------------------------------------------------
@@ -571,9 +595,10 @@ def run_steps(args: argparse.Namespace, server: ApiServer, svc: Service, ledger:
             sampler.running.set()
             prof = None
             if args.profile and rate in args.profile_rates:
-                prof = threading.Thread(target=lambda r=rate: figures.setdefault("profiles", {}).__setitem__(
-                    str(r), profile(svc.proc.pid, min(args.profile, args.seconds), log_dir / f"py-spy-{r:g}.txt")),
-                    daemon=True)
+                def spy(r: float = rate) -> None:
+                    figures.setdefault("profiles", {})[f"{r:g}"] = profile(
+                        svc.proc.pid, min(args.profile, args.seconds), log_dir / f"py-spy-{r:g}.txt")
+                prof = threading.Thread(target=spy, daemon=True)
                 prof.start()
             a = cpu.read()
             driver.step(st, args.seconds)
@@ -603,6 +628,8 @@ def run_steps(args: argparse.Namespace, server: ApiServer, svc: Service, ledger:
                   f"apiserver {r['apiserver_cpu_pct']:.0f} % etcd {r['etcd_cpu_pct']:.0f} % "
                   f"driver {r['driver_cpu_pct']:.0f} %; machine busy {r['machine_busy_pct']:.0f} % "
                   f"load {r['load1']:.1f}", flush=True)
+            for label, share in (figures.get("profiles", {}).get(f"{rate:g}", {}).get("shares") or {}).items():
+                print(f"           py-spy: {share:5.1f} % {label}", flush=True)
             if r["achieved_per_s"] < 0.9 * rate:
                 print(f"stop: the API server accepted {r['achieved_per_s']:.0f}/s of {rate:g}/s", flush=True)
                 figures["stopped"] = "api server rate"
