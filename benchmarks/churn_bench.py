@@ -18,6 +18,9 @@ before changes arrive late (issue 24, item 3).
      (every patch);
    * on GET one: `GET /workloads/{ns}/{name}` polled every `--poll` s until `live.ready` shows it,
      for a sample of the patches (one each `--sample-every` s: modest load);
+   and, to tell the API server's share from the service's, when the API server's own pod watch
+   (a second client, all namespaces) delivered each patch, and the service's own time from that
+   delivery to the row event;
    the service process's CPU % and RSS, the model's `pending` (changes received, not applied)
    from GET /model (max over the step), and the machine's load (other processes share it).
 4. stops when the API server no longer accepts the target rate (achieved < 90 %), or the
@@ -97,12 +100,19 @@ class Change:
     failed: bool = False
     on_stream: float | None = None  # when the list stream showed `want`
     on_get: float | None = None  # when GET one showed it (sampled changes)
+    on_api_watch: float | None = None  # when the API server's own pod watch delivered it
     get_done: bool = False  # the poller gave up or saw it
 
     def stream_s(self) -> float | None:
         if self.on_stream is None or self.answered is None:
             return None
         return max(0.0, self.on_stream - self.answered)  # the watch event may beat the response home
+
+    def service_s(self) -> float | None:
+        """From the API server's watch event to the row event: what the service itself adds."""
+        if self.on_stream is None or self.on_api_watch is None:
+            return None
+        return max(0.0, self.on_stream - self.on_api_watch)
 
     def get_s(self) -> float | None:
         if self.on_get is None or self.answered is None:
@@ -143,6 +153,9 @@ class Step:
         # event came home before the patch's own response
         sent = [c.on_stream - c.sent for c in ok if c.on_stream is not None]
         answer = [c.answered - c.sent for c in ok if c.answered is not None]
+        api_watch = [max(0.0, c.on_api_watch - c.answered) for c in ok
+                     if c.on_api_watch is not None and c.answered is not None]
+        added = [x for c in ok if (x := c.service_s()) is not None]
         early = sum(1 for c in ok if c.on_stream is not None and c.answered is not None and c.on_stream < c.answered)
         never_get = sum(1 for c in ok if c.sampled and c.on_get is None)
         # a change never seen counts as later than any seen (p99 over every accepted change)
@@ -156,6 +169,9 @@ class Step:
                 "stream_from_request_p50_s": pct(sent, 50), "stream_from_request_p99_s": pct(sent, 99),
                 "stream_before_response": early,
                 "patch_p50_s": pct(answer, 50), "patch_p99_s": pct(answer, 99),
+                "api_watch_n": len(api_watch), "api_watch_p50_s": pct(api_watch, 50),
+                "api_watch_p99_s": pct(api_watch, 99),
+                "service_added_p50_s": pct(added, 50), "service_added_p99_s": pct(added, 99),
                 "service_cpu_ms_per_event": self.service_cpu_pct * 10 / (len(ok) / self.seconds) if ok else 0.0,
                 "get_n": len(get_all), "get_p50_s": pct(get_all, 50), "get_p99_s": pct(get_all, 99),
                 "get_never": never_get, "pending_max": self.pending_max,
@@ -178,6 +194,7 @@ class Ledger:
         self.open: dict[Key, Change] = {}  # the change each busy workload waits for
         self.free: collections.deque[Key] = collections.deque(rng.sample(list(self.by_key), len(self.by_key)))
         self.freed = threading.Event()
+        self.by_pod: dict[Key, collections.deque[Change]] = {}  # (namespace, pod) -> its latest changes
 
     def take(self) -> Workload | None:
         with self.lock:
@@ -194,6 +211,7 @@ class Ledger:
                 w.down, want = pod, w.ready - 1
             ch = Change(w.key, pod, want, sampled, sent=time.perf_counter())
             self.open[w.key] = ch
+            self.by_pod.setdefault((w.key[0], pod), collections.deque(maxlen=4)).append(ch)
             return ch, ready
 
     def _release(self, ch: Change) -> None:
@@ -210,6 +228,15 @@ class Ledger:
             if ch is not None and ch.on_stream is None and ready == ch.want:
                 ch.on_stream = t
                 self._release(ch)
+
+    def seen_on_api_watch(self, pod: Key, ready: bool, t: float) -> None:
+        """The API server's watch sent `pod` with Ready `ready`: the oldest change of that pod
+        not yet matched that makes it so (a later patch may already be out)."""
+        with self.lock:
+            for ch in self.by_pod.get(pod, ()):
+                if ch.on_api_watch is None and (ch.want == self.by_key[ch.key].ready) == ready:
+                    ch.on_api_watch = t
+                    return
 
     def seen_on_get(self, ch: Change, t: float | None) -> None:
         with self.lock:
@@ -280,6 +307,50 @@ class ListStream(threading.Thread):
 
     def close(self) -> None:
         cut(self.conn)
+        self.join(5)
+
+
+class ApiWatch(threading.Thread):
+    """The API server's own pod watch (all namespaces, from now), as any client gets it: when it
+    delivers each patch, so the service's share of the latency can be told from the API
+    server's."""
+
+    def __init__(self, server: ApiServer, ledger: Ledger):
+        super().__init__(daemon=True, name="api-watch")
+        self.client, self.ledger = Client(server), ledger
+        self.started = threading.Event()
+        self.error = ""
+
+    def run(self) -> None:
+        c = self.client
+        try:
+            rv = c.call("GET", "/api/v1/pods?limit=1")["metadata"]["resourceVersion"]
+            c.conn = http.client.HTTPSConnection(c.host, c.port, context=c.ctx, timeout=60)
+            c.conn.request("GET", f"/api/v1/pods?watch=true&resourceVersion={rv}",
+                           headers={"Authorization": f"Bearer {c.token}", "Accept": "application/json"})
+            r = c.conn.getresponse()
+            if r.status != 200:
+                self.error = f"HTTP {r.status}: {r.read()[:300]!r}"
+                return
+            if c.conn.sock is not None:
+                c.conn.sock.settimeout(None)
+            self.started.set()
+            while line := r.readline():
+                t = time.perf_counter()
+                ev = json.loads(line)
+                if ev.get("type") != "MODIFIED":
+                    continue
+                obj = ev["object"]
+                ready = any(x.get("type") == "Ready" and x.get("status") == "True"
+                            for x in (obj.get("status") or {}).get("conditions") or [])
+                self.ledger.seen_on_api_watch((obj["metadata"]["namespace"], obj["metadata"]["name"]), ready, t)
+        except Exception as e:  # noqa: BLE001 - reported; also the error close() causes
+            self.error = self.error or f"{type(e).__name__}: {e}"
+        finally:
+            self.started.set()
+
+    def close(self) -> None:
+        cut(self.client.conn)
         self.join(5)
 
 
@@ -553,13 +624,15 @@ def fmt(x: float) -> str:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    head = ("target/s", "achieved/s", "patch p50", "stream p50", "stream p99", "GET p50", "GET p99 (n)", "svc CPU",
+    head = ("target/s", "achieved/s", "patch p50", "stream p50", "stream p99", "GET p50", "GET p99 (n)",
+            "API watch p99", "svc added p99", "svc CPU",
             "ms/event", "RSS", "pending max", "apiserver+etcd CPU", "driver CPU", "machine busy", "starved")
     lines = [head]
     for r in rows:
         lines.append((f"{r['target_per_s']:g}", f"{r['achieved_per_s']:.0f}", fmt(r["patch_p50_s"]),
                       fmt(r["stream_p50_s"]),
                       fmt(r["stream_p99_s"]), fmt(r["get_p50_s"]), f"{fmt(r['get_p99_s'])} ({r['get_n']})",
+                      fmt(r["api_watch_p99_s"]), fmt(r["service_added_p99_s"]),
                       f"{r['service_cpu_pct']:.0f} %", f"{r['service_cpu_ms_per_event']:.2f}", f"{r['rss_mb']:.0f} MB", str(r["pending_max"]),
                       f"{r['apiserver_cpu_pct'] + r['etcd_cpu_pct']:.0f} %", f"{r['driver_cpu_pct']:.0f} %",
                       f"{r['machine_busy_pct']:.0f} %", str(r["starved"])))
@@ -624,6 +697,9 @@ def run_steps(args: argparse.Namespace, server: ApiServer, svc: Service, ledger:
                   f"patch p50 {fmt(r['patch_p50_s'])} p99 {fmt(r['patch_p99_s'])}); "
                   f"stream p50 {fmt(r['stream_p50_s'])} p99 {fmt(r['stream_p99_s'])} ({r['stream_never']} never); "
                   f"GET p50 {fmt(r['get_p50_s'])} p99 {fmt(r['get_p99_s'])} (n={r['get_n']}); "
+                  f"API server's watch p50 {fmt(r['api_watch_p50_s'])} p99 {fmt(r['api_watch_p99_s'])} "
+                  f"(n={r['api_watch_n']}), service's own p50 {fmt(r['service_added_p50_s'])} "
+                  f"p99 {fmt(r['service_added_p99_s'])}; "
                   f"service CPU {r['service_cpu_pct']:.0f} % RSS {r['rss_mb']:.0f} MB pending max {r['pending_max']}; "
                   f"apiserver {r['apiserver_cpu_pct']:.0f} % etcd {r['etcd_cpu_pct']:.0f} % "
                   f"driver {r['driver_cpu_pct']:.0f} %; machine busy {r['machine_busy_pct']:.0f} % "
@@ -709,6 +785,7 @@ def main() -> int:
                                "started": datetime.now(UTC).isoformat()}
     svc: Service | None = None
     stream: ListStream | None = None
+    api_watch: ApiWatch | None = None
     ledger: Ledger | None = None
     try:
         server.start()
@@ -725,6 +802,10 @@ def main() -> int:
         svc = Service("model", server.kubeconfig("service"), True, log_dir)
         print(f"wlmap serve synced in {svc.wait_synced():.1f} s", flush=True)
         ledger = Ledger(workloads_of(server, svc, spec), random.Random(args.seed))
+        api_watch = ApiWatch(server, ledger)
+        api_watch.start()
+        if not api_watch.started.wait(30) or api_watch.error:
+            raise RuntimeError(f"the API server's pod watch: {api_watch.error or 'not open in 30 s'}")
         stream = ListStream(svc.port, ledger)
         stream.start()
         if not stream.initial_end.wait(60) or stream.error:
@@ -735,6 +816,7 @@ def main() -> int:
         figures["steps"] = rows
         figures["stream_events"] = stream.events
         figures["stream_error"] = stream.error
+        figures["api_watch_error"] = api_watch.error
         v = verdict(rows)
         figures["verdict"] = v
         print_table(rows)
@@ -755,6 +837,8 @@ def main() -> int:
                 print(f"restore failed: {e}", file=sys.stderr)
         if stream is not None:
             stream.close()
+        if api_watch is not None:
+            api_watch.close()
         if svc is not None:
             svc.stop()
         server.stop(keep_data=keep)
