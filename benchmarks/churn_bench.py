@@ -29,7 +29,8 @@ before changes arrive late (issue 24, item 3).
    server accepted.
 
     python benchmarks/churn_bench.py [--workloads 300] [--namespaces 10] [--rates 25,50,100,...]
-        [--seconds 20] [--connections 16] [--reuse-dir DIR | --keep] [--profile SECONDS] [--json out.json]
+        [--seconds 20] [--connections 32] [--reuse-dir DIR | --keep] [--json out.json]
+        [--profile SECONDS --profile-rates 200,400]   (py-spy: `.venv/bin/pip install py-spy`)
 
 Driver, stream reader and GET pollers share one process (threads); its CPU % is reported too,
 so a saturated driver is not mistaken for the API server.
@@ -643,14 +644,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def run_steps(args: argparse.Namespace, server: ApiServer, svc: Service, ledger: Ledger,
-                    figures: dict[str, Any], log_dir: Path) -> list[dict[str, Any]]:
+              figures: dict[str, Any], log_dir: Path) -> list[dict[str, Any]]:
     assert server.apiserver is not None and server.etcd is not None
     pollers = [GetPoller(svc.port, ledger, args.poll, args.visible_timeout) for _ in range(args.pollers)]
     for pl in pollers[1:]:
         pl.todo = pollers[0].todo  # one queue, several pollers: a slow change does not hold up the next
     for pl in pollers:
         pl.start()
-
     sampler = ModelSampler(svc.port)
     sampler.start()
     driver = Driver(server, ledger, args.connections, pollers, args.sample_every)
@@ -752,7 +752,8 @@ def main() -> int:
     ap.add_argument("--rates", default=RATES, help=f"target pod events per second, in order (default {RATES})")
     ap.add_argument("--seconds", type=float, default=20.0, help="seconds of patching per rate (default 20)")
     ap.add_argument("--pause", type=float, default=2.0, help="seconds between rates")
-    ap.add_argument("--connections", type=int, default=16, help="keep-alive connections to the API server")
+    ap.add_argument("--connections", type=int, default=32,
+                    help="keep-alive connections to the API server, a thread each (default 32)")
     ap.add_argument("--sample-every", type=float, default=0.25, help="seconds between changes GET one is polled for")
     ap.add_argument("--pollers", type=int, default=3, help="threads polling GET one (one queue)")
     ap.add_argument("--poll", type=float, default=0.02, help="GET one poll interval (s)")
