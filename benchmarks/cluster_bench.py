@@ -33,7 +33,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -52,8 +51,8 @@ from benchmarks.cluster_fill import (  # noqa: E402
     fill,
     object_sizes,
     pods_path,
-    read_marker,
     ready_patch,
+    run_dir,
     write_marker,
 )
 from benchmarks.http_bench import _tree_cpu_seconds, free_port, process_tree  # noqa: E402
@@ -345,13 +344,18 @@ class Stream(threading.Thread):
                 self.cond.wait(left)
 
     def close(self) -> None:
-        if self.conn is not None and self.conn.sock is not None:
-            try:
-                self.conn.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.conn.close()
+        cut(self.conn)
         self.join(5)
+
+
+def cut(conn: http.client.HTTPConnection | None) -> None:
+    """Ends a stream's connection from outside (its reader's blocking read returns)."""
+    if conn is not None and conn.sock is not None:
+        try:
+            conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.close()
 
 
 # -- the benchmark ------------------------------------------------------------------------------
@@ -755,11 +759,7 @@ def main() -> int:
             return 2
     spec = FillSpec(args.workloads, args.namespaces, args.pods_per_job, args.jobs_per_jobset)
     keep = args.keep or args.reuse_dir is not None
-    run = args.reuse_dir.resolve() if args.reuse_dir else Path(tempfile.mkdtemp(prefix="wlmap-cluster-bench-"))
-    run.mkdir(parents=True, exist_ok=True)
-    marker = read_marker(run)
-    if marker and marker.get("complete") and {k: v for k, v in marker.items() if k in spec.as_dict()} != spec.as_dict():
-        raise SystemExit(f"{run} holds another fill ({marker}); use a different --reuse-dir or the same fill options")
+    run, marker = run_dir(args.reuse_dir, spec, "wlmap-cluster-bench-")
 
     def on_term(*_: Any) -> None:
         raise KeyboardInterrupt
