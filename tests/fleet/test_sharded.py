@@ -259,17 +259,21 @@ def test_a_killed_shard_is_replaced_without_failed_reads_or_an_added_storm(shard
         sharded.shards.remove(victim)
         _set_ready(fleet, lost[0], f"train-{lost[0]}-coordinator-0-0", False)  # a change while nobody watches
         failures: list[str] = []
+        watching: set[bool] = set()
         while True:
             for c in lost:
                 r = httpx.get(api.url + f"/clusters/{c}/workloads/{NS}/train-{c}", timeout=10)
                 if r.status_code != 200:
                     failures.append(r.text)
+                else:
+                    watching.add(r.json()["freshness"]["watching"])
             if _ready_of(api, lost[0], f"train-{lost[0]}") == before - 1 and all(
                     o and not o.startswith(_pod_of(victim)) for c, o in sharded.owners(api).items()):
                 break
             assert time.monotonic() - t0 < 30, f"not taken over within 30 s: {sharded.owners(api)}"
             time.sleep(0.2)
         assert failures == []
+        assert False in watching  # answered as last written, and said so, until a shard took over
         taken = time.monotonic() - t0
         assert taken <= 30
         time.sleep(1)
