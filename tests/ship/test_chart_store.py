@@ -443,3 +443,13 @@ def test_both_layouts_are_accepted_by_the_server(apiserver: ApiServer, kubectl: 
             apiserver.call(method, path, body, token=api_token)
         assert e.value.code == 403, (method, path)
     apiserver.call("DELETE", f"{leases}/shard-probe", token=shard_token)
+
+
+def test_with_actions_the_api_replicas_may_read_and_patch_the_root_kinds() -> None:
+    """Suspend, resume and applied updates run on the API replica that takes the request: it
+    reads the object from the API server and patches it, so with config.actions its account gets
+    the catalog's reads and the root kinds' patch, and without, neither."""
+    on = rule_set(named(objects(render(dict(BUNDLED, config={"actions": True}))), "ClusterRole", API)["rules"])
+    off = rule_set(named(objects(render(BUNDLED)), "ClusterRole", API)["rules"])
+    assert ("jobset.x-k8s.io", "jobsets", "patch") in on and ("jobset.x-k8s.io", "jobsets", "get") in on
+    assert not {r for r in off if r[0] == "jobset.x-k8s.io"}
