@@ -266,6 +266,8 @@ class StoreHub:
                 ev = self._entry(keys.id_to_seq(sid), data, None)
                 if ev is not None:
                     out.append(ev)
+            if len(out) > self.log.history:  # what one resume may hold, as a replica's own window
+                raise TokenError(410, f"the resume token is more than {self.log.history} changes behind; list again")
             if len(got) < 1000:
                 return out
             start = "(" + got[-1][0].decode()

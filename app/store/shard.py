@@ -114,6 +114,8 @@ class ClusterPart:
             while not self.stop.is_set():
                 try:
                     if self.need_resync:
+                        while not sub.queue.empty():  # the resync compares everything: what waits is moot
+                            sub.queue.get_nowait()
                         if m.synced:
                             await self._resync(m)
                             self.need_resync = False
