@@ -294,7 +294,7 @@ class ClusterPart:
 
 
 class Shard:
-    def __init__(self, fleet: Fleet, redis: Any, claims: "Claims", registry: Callable[[], Registry],
+    def __init__(self, fleet: Fleet, redis: Any, claims: Claims, registry: Callable[[], Registry],
                  interpret: Interpret, *, buckets: int = 1, maxlen: int = 100000,
                  namespaces: list[str] | None = None, labelled: bool = False):
         self.fleet, self.redis, self.claims = fleet, redis, claims

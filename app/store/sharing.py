@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from urllib.parse import urlsplit
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..cluster.kube import Kube
 from ..cluster.workloads import Interpret

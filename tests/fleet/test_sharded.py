@@ -130,7 +130,7 @@ def test_api_replicas_answer_like_the_single_process(sharded: Sharded, fleet_ser
     """Lists, one workload with its pods and diagnosis, pods=false and /clusters: what a single
     process answers, from either API replica, with `source: store`."""
     for api in sharded.apis:
-        _eventually(lambda: _lists_equal(fleet_service, api))
+        _eventually(lambda api=api: _lists_equal(fleet_service, api))
         for c in CLUSTERS:
             path = f"/clusters/{c}/workloads/{NS}/train-{c}"
             one = httpx.get(fleet_service.url + path, timeout=30)
@@ -190,8 +190,8 @@ def _set_ready(f: Fleet, cluster: str, pod: str, ready: bool) -> None:
 
 
 def test_a_change_reaches_every_replica_and_a_stream_resumes_on_the_other(sharded: Sharded, fleet: Fleet) -> None:
-    """A list stream from replica 1; its token taken to replica 2 after two changes: exactly
-    those changes, in order, no 410, nothing repeated."""
+    """A list stream from replica 1, which is then killed (SIGKILL); its token taken to replica 2
+    after two changes: exactly those changes, in order, no 410, nothing repeated."""
     a1, a2 = sharded.apis
     rb, rc = _ready_of(a1, "b", "train-b"), _ready_of(a1, "c", "train-c")
     assert rb and rc
@@ -199,10 +199,15 @@ def test_a_change_reaches_every_replica_and_a_stream_resumes_on_the_other(sharde
     try:
         n = s1.synced(30)
         token = s1.events[n - 1]["id"]
+        os.kill(a1.proc.pid, signal.SIGKILL)
+        a1.proc.wait(10)
     finally:
         s1.close()
+        a1.stop()
+    a1 = sharded.apis[0] = Server(*sharded.args("api"))  # its replacement, for the tests after
+    wait_synced(a1, CLUSTERS, timeout=60)
     _set_ready(fleet, "b", "train-b-coordinator-0-0", False)
-    _eventually(lambda: _ready_of(a1, "b", "train-b") == rb - 1)
+    _eventually(lambda: _ready_of(a2, "b", "train-b") == rb - 1)
     _set_ready(fleet, "c", "train-c-coordinator-0-0", False)
     _eventually(lambda: _ready_of(a2, "c", "train-c") == rc - 1)
     s2 = Stream(a2.url + "/workloads", headers={"Last-Event-ID": token})
