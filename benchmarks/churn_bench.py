@@ -70,6 +70,7 @@ from benchmarks.cluster_bench import (
     wait_for_binaries,
 )
 from benchmarks.cluster_fill import (
+    SERVICE_NS,
     UA_KUBELET,
     Client,
     FillSpec,
@@ -762,6 +763,9 @@ def main() -> int:
     ap.add_argument("--profile", type=float, default=0.0, help="py-spy the service this many seconds of a rate")
     ap.add_argument("--profile-rates", type=lambda s: {float(x) for x in s.split(",")}, default=set(),
                     help="the rates to profile at (with --profile)")
+    ap.add_argument("--store", action="store_true",
+                    help="run the service as `--role all` on a real Redis (redis-server): a shard writing the store "
+                         "and an API replica answering from it, in one process; changes are then seen through the store")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -785,6 +789,7 @@ def main() -> int:
                                "fill": spec.as_dict(), "args": {k: str(v) for k, v in vars(args).items()},
                                "started": datetime.now(UTC).isoformat()}
     svc: Service | None = None
+    redis: Any = None
     stream: ListStream | None = None
     api_watch: ApiWatch | None = None
     ledger: Ledger | None = None
@@ -800,7 +805,17 @@ def main() -> int:
                 raise SystemExit(f"fill: {len(fr.errors)} JobSets failed, first: {fr.errors[0]}")
             write_marker(run, spec, complete=True, result=fr)
             print(f"fill: {fr.writes} writes in {fr.seconds:.0f} s", flush=True)
-        svc = Service("model", server.kubeconfig("service"), True, log_dir)
+        extra: list[str] = []
+        if args.store:  # the shard's path: model -> store (Redis) -> the reads and streams
+            from tests.cluster.kubeobjects import Kubectl, shard_lease_rbac
+            from tests.store.redis_server import RedisServer
+
+            redis = RedisServer().start()
+            for doc in shard_lease_rbac("wlmap-service", SERVICE_NS):  # the namespace cluster_bench serves in
+                Kubectl(server).apply(doc)
+            extra = ["--store", redis.url, "--role", "all"]
+            figures["store"] = True
+        svc = Service("model", server.kubeconfig("service"), True, log_dir, extra)
         print(f"wlmap serve synced in {svc.wait_synced():.1f} s", flush=True)
         ledger = Ledger(workloads_of(server, svc, spec), random.Random(args.seed))
         api_watch = ApiWatch(server, ledger)
@@ -842,6 +857,8 @@ def main() -> int:
             api_watch.close()
         if svc is not None:
             svc.stop()
+        if redis is not None:
+            redis.stop()
         server.stop(keep_data=keep)
         if keep:
             print(f"data kept in {run} (next run: --reuse-dir {run})")

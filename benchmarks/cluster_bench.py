@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.cluster_fill import (  # noqa: E402
+from benchmarks.cluster_fill import (
     SERVICE_NS,
     UA_KUBELET,
     Client,
@@ -55,9 +55,9 @@ from benchmarks.cluster_fill import (  # noqa: E402
     run_dir,
     write_marker,
 )
-from benchmarks.http_bench import _tree_cpu_seconds, free_port, process_tree  # noqa: E402
-from benchmarks.soak import tree_rss_mb  # noqa: E402
-from tests.cluster.apiserver import BUILD, KUBE_DIR, ApiServer, binaries_present  # noqa: E402
+from benchmarks.http_bench import _tree_cpu_seconds, free_port, process_tree
+from benchmarks.soak import tree_rss_mb
+from tests.cluster.apiserver import BUILD, KUBE_DIR, ApiServer, binaries_present
 
 WLMAP = Path(sys.executable).parent / "wlmap"
 KIND_Q = "kind=JobSet&apiVersion=jobset.x-k8s.io/v1alpha2"
@@ -178,7 +178,7 @@ class ApiCounter:
 # -- a wlmap serve process ---------------------------------------------------------------------
 
 class Service:
-    def __init__(self, mode: str, kubeconfig: Path, cache_flag: bool, log_dir: Path):
+    def __init__(self, mode: str, kubeconfig: Path, cache_flag: bool, log_dir: Path, extra: list[str] | None = None):
         self.mode = mode
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -186,6 +186,7 @@ class Service:
                 "--namespace", SERVICE_NS, "--auth", "none", "--log-level", "warning"]
         if cache_flag:
             args += ["--cache", "true" if mode == "model" else "false"]
+        args += extra or []
         env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
         self.log_path = log_dir / f"wlmap-{mode}-{self.port}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process writes it until stop()

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from ..cluster.fixtures import SERVICE_NS
-from ..cluster.kubeobjects import running
+from ..cluster.kubeobjects import running, shard_lease_rbac
 from ..cluster.test_streams import NOT_READY, Stream, _name, _ready
 from ..service.conftest import Server
 from ..store.redis_server import RedisServer
@@ -30,16 +30,8 @@ CLUSTERS = ["a", "b", "c"]
 
 
 def lease_rbac(f: Fleet) -> None:
-    """What the chart grants shards: Leases in the service namespace of the home cluster."""
-    rbac = "rbac.authorization.k8s.io/v1"
-    k = f.kubectl["a"]
-    k.apply({"apiVersion": rbac, "kind": "Role", "metadata": {"name": "wlmap-shard-leases", "namespace": SERVICE_NS},
-             "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]})
-    k.apply({"apiVersion": rbac, "kind": "RoleBinding",
-             "metadata": {"name": "wlmap-shard-leases", "namespace": SERVICE_NS},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "wlmap-shard-leases"},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "wlmap-service"}]})
+    for doc in shard_lease_rbac("wlmap-service", SERVICE_NS):
+        f.kubectl["a"].apply(doc)
 
 
 class Sharded:
