@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..cluster.kube import Kube
 from ..cluster.workloads import Interpret
@@ -83,6 +85,21 @@ class Sharing:
                 await t
         with contextlib.suppress(Exception):
             await self.redis.aclose()
+
+    def metrics(self) -> Iterator[Any]:
+        """Prometheus families: is the store reachable, and (a shard) what it owns and has written."""
+        up = GaugeMetricFamily("wlmap_store_connected", "1 while the store answers (else reads are 503)")
+        up.add_metric([], 1 if self.hub.connected else 0)
+        yield up
+        if self.shard is not None:
+            units = GaugeMetricFamily("wlmap_shard_units", "Units (clusters or namespace buckets) this shard owns")
+            units.add_metric([], len(self.shard.claims.owned))
+            yield units
+            writes = CounterMetricFamily("wlmap_shard_store_writes", "Fenced writes to the store, by cluster",
+                                         labels=["cluster"])
+            for name, p in sorted(self.shard.parts.items()):
+                writes.add_metric([name], p.writes)
+            yield writes
 
     def status(self) -> dict[str, Any]:
         return {"role": self.role, "storeConnected": self.hub.connected, "storeError": self.hub.error,

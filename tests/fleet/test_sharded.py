@@ -160,6 +160,16 @@ def test_clusters_are_spread_over_both_shards(sharded: Sharded) -> None:
     assert all(owners.values()), owners
     counts = sorted([list(owners.values()).count(o) for o in set(owners.values())])
     assert counts == [1, 2], owners  # three clusters over two shards: 2 and 1
+    units = sorted(_metric(s, "wlmap_shard_units") for s in sharded.shards)
+    assert units == [1.0, 2.0]
+    assert all(_metric(s, "wlmap_store_connected") == 1.0 for s in sharded.shards + sharded.apis)
+
+
+def _metric(server: Server, name: str) -> float:
+    for line in httpx.get(server.url + "/metrics", timeout=10).text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
 
 
 def test_reads_from_api_replicas_cost_the_api_servers_nothing(sharded: Sharded, fleet: Fleet) -> None:
