@@ -33,7 +33,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -44,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.cluster_fill import (  # noqa: E402
+from benchmarks.cluster_fill import (
     SERVICE_NS,
     UA_KUBELET,
     Client,
@@ -52,18 +51,24 @@ from benchmarks.cluster_fill import (  # noqa: E402
     fill,
     object_sizes,
     pods_path,
-    read_marker,
     ready_patch,
+    run_dir,
     write_marker,
 )
-from benchmarks.http_bench import _tree_cpu_seconds, free_port, process_tree  # noqa: E402
-from benchmarks.soak import tree_rss_mb  # noqa: E402
-from tests.cluster.apiserver import BUILD, KUBE_DIR, ApiServer, binaries_present  # noqa: E402
+from benchmarks.http_bench import _tree_cpu_seconds, free_port, process_tree
+from benchmarks.soak import tree_rss_mb
+from tests.cluster.apiserver import BUILD, KUBE_DIR, ApiServer, binaries_present
 
 WLMAP = Path(sys.executable).parent / "wlmap"
 KIND_Q = "kind=JobSet&apiVersion=jobset.x-k8s.io/v1alpha2"
 EXCLUDED_VERBS = {"WATCH", "CONNECT"}
 MODES = ("model", "direct")
+# with --compare DIR: the live model of another checkout ("before") in the second column instead
+# of direct reads, so a change to the single process is measured against the code before it
+
+
+def is_model(mode: str) -> bool:
+    return mode in ("model", "before")
 
 # (key, label, target p50 in ms or None)
 READS = [("get", "GET /workloads/{ns}/{name}", 5.0),
@@ -179,7 +184,7 @@ class ApiCounter:
 # -- a wlmap serve process ---------------------------------------------------------------------
 
 class Service:
-    def __init__(self, mode: str, kubeconfig: Path, cache_flag: bool, log_dir: Path):
+    def __init__(self, mode: str, kubeconfig: Path, cache_flag: bool, log_dir: Path, extra: list[str] | None = None):
         self.mode = mode
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -187,6 +192,7 @@ class Service:
                 "--namespace", SERVICE_NS, "--auth", "none", "--log-level", "warning"]
         if cache_flag:
             args += ["--cache", "true" if mode == "model" else "false"]
+        args += extra or []
         env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
         self.log_path = log_dir / f"wlmap-{mode}-{self.port}.log"
         self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process writes it until stop()
@@ -345,13 +351,18 @@ class Stream(threading.Thread):
                 self.cond.wait(left)
 
     def close(self) -> None:
-        if self.conn is not None and self.conn.sock is not None:
-            try:
-                self.conn.sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.conn.close()
+        cut(self.conn)
         self.join(5)
+
+
+def cut(conn: http.client.HTTPConnection | None) -> None:
+    """Ends a stream's connection from outside (its reader's blocking read returns)."""
+    if conn is not None and conn.sock is not None:
+        try:
+            conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.close()
 
 
 # -- the benchmark ------------------------------------------------------------------------------
@@ -382,7 +393,7 @@ class Bench:
     def counts(self, mode: str) -> dict[str, int]:
         a, r = self.a, self.a.rounds
         totals = ({"get": a.gets, "get_kind": a.gets, "ns_list": a.ns_lists, "full_list": a.full_lists}
-                  if mode == "model" else
+                  if is_model(mode) else
                   {"get": a.direct_gets, "get_kind": a.direct_gets, "ns_list": a.direct_ns_lists,
                    "full_list": a.direct_full_lists})
         return {k: max(1, math.ceil(v / r)) for k, v in totals.items()}
@@ -398,7 +409,8 @@ class Bench:
         self.stop_services()
         print(f"-- round {r + 1}/{self.a.rounds}: {' then '.join(order)}", flush=True)
         for mode in order:
-            s = Service(mode, self.server.kubeconfig("service"), self.cache_flag, self.log_dir)
+            s = Checkout(self.a.compare, self.server.kubeconfig("service"), self.log_dir) if mode == "before" else \
+                Service(mode, self.server.kubeconfig("service"), self.cache_flag, self.log_dir)
             self.services[mode] = s
             t = s.wait_synced()
             res = self.res[mode]
@@ -478,7 +490,7 @@ class Bench:
     def scrapes(self, mode: str) -> None:
         """GET /metrics/workloads of an unchanged model (the exposition is cached per model change)."""
         s, res = self.services[mode], self.res[mode]
-        if mode != "model":
+        if not is_model(mode):
             return
         lat = []
         for _ in range(20):
@@ -592,7 +604,7 @@ class Bench:
                         res["not_visible_stream"] += 1
                     else:
                         res["visible_stream_s"].append(t_ev - t0)
-                if mode == "model":  # the first scrape after a change renders the exposition again
+                if is_model(mode):  # the first scrape after a change renders the exposition again
                     status, _, dt = s.get("/metrics/workloads")
                     if status == 200:
                         res["scrape_cold"].append(dt)
@@ -646,7 +658,8 @@ class Bench:
 
 
 def print_table(summ: dict[str, Any], modes: list[str], spec: FillSpec) -> None:
-    model, direct = summ.get("model"), summ.get("direct")
+    model, direct = summ.get("model"), summ.get("direct") or summ.get("before")
+    other = "before" if "before" in summ else "direct"
 
     def verdict(ok: bool | None) -> str:
         return "-" if ok is None else ("MET" if ok else "NOT MET")
@@ -706,7 +719,7 @@ def print_table(summ: dict[str, Any], modes: list[str], spec: FillSpec) -> None:
         rows.append((f"server CPU per read, {label}", f"{mv:.2f} ms" if known(mv) else "-",
                      f"{dv:.2f} ms" if known(dv) else "-", ratio(mv, dv), "", ""))
     w = [max(len(r[i]) for r in rows) for i in range(6)]
-    head = ("measure", "model", "direct", "model/direct", "target", "model")
+    head = ("measure", "model", other, f"model/{other}", "target", "model")
     w = [max(w[i], len(head[i])) for i in range(6)]
     print()
     print(f"targets are for 1,000 workloads / 8,000 pods; this fill: {spec.workloads} workloads / "
@@ -714,6 +727,29 @@ def print_table(summ: dict[str, Any], modes: list[str], spec: FillSpec) -> None:
     print("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
     for r in rows:
         print("  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip())
+
+
+class Checkout(Service):
+    """A `wlmap serve --cache true` of another checkout (PYTHONPATH), on the same API server."""
+
+    def __init__(self, repo: Path, kubeconfig: Path, log_dir: Path):
+        self.mode = "model"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
+        env["PYTHONPATH"] = str(repo)
+        self.log_path = log_dir / f"wlmap-compare-{self.port}.log"
+        self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process writes it until stop()
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from app.cli.main import main; main()", "serve", "--host", "127.0.0.1",
+             "--port", str(self.port), "--kubeconfig", str(kubeconfig), "--namespace", "wlmap-system",
+             "--auth", "none", "--log-level", "warning", "--cache", "true"],
+            cwd=repo, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.conn: http.client.HTTPConnection | None = None
+        self.model_info: dict[str, Any] | None = None
+        self.synced_via = ""
+
 
 
 # -- main ----------------------------------------------------------------------------------------
@@ -743,11 +779,15 @@ def main() -> int:
     ap.add_argument("--quiet", type=float, default=10.0, help="seconds of the quiet window per round (background rate)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--wait-build", type=float, default=30.0, help="minutes to wait for a running build.sh")
+    ap.add_argument("--compare", type=Path, help="another checkout: its live model in place of direct reads, "
+                                                 "side by side with this one's (the single process before a change)")
     args = ap.parse_args()
 
     wait_for_binaries(args.wait_build)
     cache_flag = cache_flag_supported()
     modes = [m for m in MODES if args.only in (None, m)]
+    if args.compare is not None:
+        modes = ["model", "before"]
     if not cache_flag:
         print("model mode: not available in this build (`wlmap serve` has no --cache); measuring direct reads only")
         modes = [m for m in modes if m == "direct"]
@@ -755,11 +795,7 @@ def main() -> int:
             return 2
     spec = FillSpec(args.workloads, args.namespaces, args.pods_per_job, args.jobs_per_jobset)
     keep = args.keep or args.reuse_dir is not None
-    run = args.reuse_dir.resolve() if args.reuse_dir else Path(tempfile.mkdtemp(prefix="wlmap-cluster-bench-"))
-    run.mkdir(parents=True, exist_ok=True)
-    marker = read_marker(run)
-    if marker and marker.get("complete") and {k: v for k, v in marker.items() if k in spec.as_dict()} != spec.as_dict():
-        raise SystemExit(f"{run} holds another fill ({marker}); use a different --reuse-dir or the same fill options")
+    run, marker = run_dir(args.reuse_dir, spec, "wlmap-cluster-bench-")
 
     def on_term(*_: Any) -> None:
         raise KeyboardInterrupt

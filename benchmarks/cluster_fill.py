@@ -19,6 +19,7 @@ import json
 import queue
 import ssl
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -529,6 +530,17 @@ def object_sizes(server: ApiServer, spec: FillSpec, samples: int = 5) -> dict[st
             sizes["pod"].append(len(compact({"apiVersion": "v1", "kind": "Pod", **p})))
     c.close()
     return {k: {"mean": sum(v) / len(v), "min": min(v), "max": max(v), "n": len(v)} for k, v in sizes.items() if v}
+
+
+def run_dir(reuse_dir: Path | None, spec: FillSpec, prefix: str) -> tuple[Path, dict[str, Any] | None]:
+    """The data directory of a benchmark run (`--reuse-dir`, else a new temporary one) and its
+    fill marker; a directory that holds another fill is refused."""
+    run = reuse_dir.resolve() if reuse_dir else Path(tempfile.mkdtemp(prefix=prefix))
+    run.mkdir(parents=True, exist_ok=True)
+    marker = read_marker(run)
+    if marker and marker.get("complete") and {k: v for k, v in marker.items() if k in spec.as_dict()} != spec.as_dict():
+        raise SystemExit(f"{run} holds another fill ({marker}); use a different --reuse-dir or the same fill options")
+    return run, marker
 
 
 def read_marker(run: Path) -> dict[str, Any] | None:

@@ -21,11 +21,9 @@ side in one run (issue 22's targets):
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,8 +36,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.cluster_bench import ApiCounter, Service, fmt_ms, pct, vmrss_mb  # noqa: E402
-from benchmarks.cluster_fill import (  # noqa: E402
+from benchmarks.cluster_bench import (
+    ApiCounter,
+    Checkout,
+    Service,
+    fmt_ms,
+    pct,
+    vmrss_mb,
+)
+from benchmarks.cluster_fill import (
     Client,
     FillSpec,
     fill,
@@ -48,33 +53,10 @@ from benchmarks.cluster_fill import (  # noqa: E402
     read_marker,
     write_marker,
 )
-from benchmarks.http_bench import free_port  # noqa: E402
-from tests.cluster.apiserver import ApiServer  # noqa: E402
+from tests.cluster.apiserver import ApiServer
 
 PAGE = "/workloads?phase=Running&labelSelector=app.kubernetes.io%2Fname&minGpus=1&sort=-gpus&limit=50"
 FULL = "/workloads"
-
-
-class Checkout(Service):
-    """A `wlmap serve --cache true` of another checkout (PYTHONPATH), on the same API server."""
-
-    def __init__(self, repo: Path, kubeconfig: Path, log_dir: Path):  # noqa: D107 - Service's fields, another code
-        self.mode = "model"
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
-        env["PYTHONPATH"] = str(repo)
-        self.log_path = log_dir / f"wlmap-compare-{self.port}.log"
-        self.log = open(self.log_path, "w+")  # noqa: SIM115 - the process writes it until stop()
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from app.cli.main import main; main()", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--kubeconfig", str(kubeconfig), "--namespace", "wlmap-system",
-             "--auth", "none", "--log-level", "warning", "--cache", "true"],
-            cwd=repo, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self.conn: http.client.HTTPConnection | None = None
-        self.model_info: dict[str, Any] | None = None
-        self.synced_via = ""
 
 
 def timed(s: Service, path: str) -> tuple[float, bytes]:

@@ -62,7 +62,7 @@ from benchmarks.cluster_fill import (
 from benchmarks.http_bench import free_port
 from benchmarks.soak import tree_rss_mb
 from tests.cluster.apiserver import ApiServer
-from tests.cluster.kubeobjects import Kubectl
+from tests.cluster.kubeobjects import Kubectl, shard_lease_rbac
 from tests.store.redis_server import RedisServer
 
 WLMAP = Path(sys.executable).parent / "wlmap"
@@ -153,15 +153,9 @@ def owners(api: Proc) -> dict[str, str]:
 
 def lease_rbac(server: ApiServer) -> None:
     """What the chart grants shards: Leases in the service namespace of the home cluster."""
-    rbac = "rbac.authorization.k8s.io/v1"
     k = Kubectl(server)
-    k.apply({"apiVersion": rbac, "kind": "Role", "metadata": {"name": "wlmap-shard-leases", "namespace": SERVICE_NS},
-             "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]})
-    k.apply({"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": "wlmap-shard-leases",
-                                                                     "namespace": SERVICE_NS},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "wlmap-shard-leases"},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SERVICE_USER}]})
+    for doc in shard_lease_rbac(SERVICE_USER, SERVICE_NS):
+        k.apply(doc)
 
 
 # -- fill -----------------------------------------------------------------------------------------

@@ -86,11 +86,10 @@ class Fleet:
         m = self.members.pop(name, None)
         if m is None:
             return
+        rows = m.rows()
         await m.close()
-        if m.model is not None:  # its rows leave every list and stream
-            for st in list(m.model.states.values()):
-                if st.row is not None:
-                    self.events.publish("DELETED", row_key(st.row), st.row, ("", ""), name)
+        for row in rows:  # its rows leave every list and stream
+            self.events.publish("DELETED", row_key(row), row, ("", ""), name)
         self._publish_cluster(name, None)
         log.info("cluster %s: removed", name)
 

@@ -29,6 +29,7 @@ class Event:
     object: Any  # the summary row (dict)
     resource: tuple[str, str] = ("", "")  # (group, plural) for authorization
     cluster: str | None = None  # which cluster's model published it (one log serves a fleet)
+    local: bool = False  # behind a store: an event of this process only, carrying the current token
 
 
 class TokenError(Exception):

@@ -300,7 +300,7 @@ class LiveModel(Reader):
                 log.warning("%s: cannot plan now (%s); retrying", self.who, e.message)
                 await sleep_or_stop(self._stop, retry.next())
                 self._replan.set()
-            except Exception:  # noqa: BLE001 - keep watching what we have, plan again soon
+            except Exception:
                 log.exception("%s: planning failed; retrying", self.who)
                 await asyncio.sleep(2.0)
                 self._replan.set()
@@ -527,7 +527,7 @@ class LiveModel(Reader):
                 continue  # the first pass waits for every first list: owners before the pods they own
             try:
                 await self._process()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("%s: processing changes failed", self.who)
             if self.synced and self.synced_at is None:
                 self.synced_at = time.time()
@@ -657,12 +657,7 @@ class LiveModel(Reader):
         return self.namespaces is None or (namespace is not None and namespace in self.namespaces)
 
     def known(self, kind: str | None = None, api_version: str | None = None) -> list[Known]:
-        out = [Known(kw.definition, kw.resource) for kw in self.kinds.values() if kw.definition is not None]
-        if api_version:
-            out = [k for k in out if k.resource is not None and k.resource.api_version == api_version]
-        if kind:
-            out = [k for k in out if matches_token(kind, k)]
-        return out
+        return known_kinds(self.kinds.values(), kind, api_version)
 
     def answers(self, kind: str | None, api_version: str | None, namespace: str | None) -> bool:
         """Whether this read can come from memory (else the caller reads the API server): the
@@ -804,6 +799,16 @@ class LiveModel(Reader):
     def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Every published row with the facts behind it (for the workload metrics)."""
         return [(st.row, st.facts) for st in self.states.values() if st.row is not None]
+
+
+def known_kinds(kinds: Any, kind: str | None, api_version: str | None) -> list[Known]:
+    """The watched kinds with a definition that match `kind` and `apiVersion` (a Reader's `served`)."""
+    out = [Known(kw.definition, kw.resource) for kw in kinds if kw.definition is not None]
+    if api_version:
+        out = [k for k in out if k.resource is not None and k.resource.api_version == api_version]
+    if kind:
+        out = [k for k in out if matches_token(kind, k)]
+    return out
 
 
 async def summarize(kinds: Any, rows: Any, namespace: str | None, kind: str | None, allow: Allow,

@@ -453,6 +453,8 @@ class _StateCollector:
                 synced.add_metric([m.name], 1 if m.synced else 0)
             yield up
             yield synced
+            if cluster.sharing is not None:
+                yield from cluster.sharing.metrics()
 
 
 _STATE = _StateCollector()

@@ -316,7 +316,7 @@ async def _log_stream(request: Request, log: EventLog, accept: Callable[[Event],
                 if ev is None:
                     yield _frame(sse, {"type": "BOOKMARK"}, log.token(max(last, log.seq)))
                     continue
-                if ev.seq <= last and not _local(ev):
+                if ev.seq <= last and not ev.local:  # (a local event carries the current token: never a repeat)
                     continue  # already sent from the backlog
                 last = max(last, ev.seq)
                 if (sent := await present(ev, ev.type)) is not None:
@@ -327,12 +327,6 @@ async def _log_stream(request: Request, log: EventLog, accept: Callable[[Event],
             sub.close()
 
     return respond(request, frames(), slot)
-
-
-def _local(ev: Event) -> bool:
-    """An event of this process only (a cluster item of the fleet behind a store): it carries the
-    current token instead of a new one, so it is never a repeat."""
-    return ev.key[:2] == CLUSTER_KEY[:2]
 
 
 def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:

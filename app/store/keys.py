@@ -21,9 +21,6 @@ import zlib
 
 PREFIX = "wlmap"
 STREAM = f"{PREFIX}:events"
-SENT = f"{PREFIX}:sent:"  # + token: what a single-workload stream sent (resumes on any replica)
-
-FIELDS = ("rows", "facts", "obj", "live", "diag", "sig", "meta")
 
 
 def unit_name(cluster: str, bucket: int, buckets: int) -> str:

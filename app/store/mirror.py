@@ -59,7 +59,7 @@ class StoreLog:
     def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
                 cluster: str | None = None) -> Event:
         """An event of this process only (the fleet's cluster items): it takes the current token."""
-        ev = Event(self.seq, type_, key, obj, resource, cluster)
+        ev = Event(self.seq, type_, key, obj, resource, cluster, local=True)
         for sub in list(self.subscribers):
             sub.offer(ev)
         return ev
@@ -266,6 +266,8 @@ class StoreHub:
                 ev = self._entry(keys.id_to_seq(sid), data, None)
                 if ev is not None:
                     out.append(ev)
+            if len(out) > self.log.history:  # what one resume may hold, as a replica's own window
+                raise TokenError(410, f"the resume token is more than {self.log.history} changes behind; list again")
             if len(got) < 1000:
                 return out
             start = "(" + got[-1][0].decode()

@@ -21,12 +21,12 @@ from typing import Any
 import orjson
 
 from ..cluster.kube import EVENTS, Resource
-from ..cluster.reader import Allow, Found, Known, LookupFailed, Reader, definition_for, matches_token
+from ..cluster.reader import Allow, Found, Known, LookupFailed, Reader, definition_for
 from ..cluster.workloads import not_allowed_events, now_iso
 from ..karta.registry import Registry
-from ..model.live import KindWatch, Interpret, summarize, _with_freshness
-from ..model.packing import inflate
 from ..model.events import TokenError
+from ..model.live import Interpret, KindWatch, _with_freshness, known_kinds, summarize
+from ..model.packing import inflate
 from ..service.problems import ProblemError
 from . import keys
 from .connection import ERRORS, store_unavailable
@@ -144,12 +144,7 @@ class StoreModel(Reader):
         return self._kinds[1]
 
     def known(self, kind: str | None = None, api_version: str | None = None) -> list[Known]:
-        out = [Known(kw.definition, kw.resource) for kw in self.kinds.values() if kw.definition is not None]
-        if api_version:
-            out = [k for k in out if k.resource is not None and k.resource.api_version == api_version]
-        if kind:
-            out = [k for k in out if matches_token(kind, k)]
-        return out
+        return known_kinds(self.kinds.values(), kind, api_version)
 
     def covers_namespace(self, namespace: str | None) -> bool:
         ns = self.namespaces
@@ -162,9 +157,7 @@ class StoreModel(Reader):
             g, _, v = api_version.rpartition("/")
             if any(kw.resource.group == g and kw.resource.version != v for kw in self.kinds.values()):
                 return False  # a version the shards do not watch: only the API server has it
-        if kind and api_version and not self.known(kind, api_version):
-            return False
-        return True
+        return not (kind and api_version and not self.known(kind, api_version))
 
     def _unit(self, namespace: str) -> str:
         return keys.unit_name(self.name, keys.bucket_of(namespace, self.hub.buckets), self.hub.buckets)

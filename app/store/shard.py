@@ -114,6 +114,8 @@ class ClusterPart:
             while not self.stop.is_set():
                 try:
                     if self.need_resync:
+                        while not sub.queue.empty():  # the resync compares everything: what waits is moot
+                            sub.queue.get_nowait()
                         if m.synced:
                             await self._resync(m)
                             self.need_resync = False
@@ -294,7 +296,7 @@ class ClusterPart:
 
 
 class Shard:
-    def __init__(self, fleet: Fleet, redis: Any, claims: "Claims", registry: Callable[[], Registry],
+    def __init__(self, fleet: Fleet, redis: Any, claims: Claims, registry: Callable[[], Registry],
                  interpret: Interpret, *, buckets: int = 1, maxlen: int = 100000,
                  namespaces: list[str] | None = None, labelled: bool = False):
         self.fleet, self.redis, self.claims = fleet, redis, claims

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..cluster.kube import Kube
 from ..cluster.workloads import Interpret
@@ -23,6 +27,15 @@ from .connection import connect
 from .mirror import StoreHub
 from .reads import StoreModel
 from .shard import Shard
+
+
+def claims_group(url: str) -> str:
+    """The shards that share a store share their Leases' group, whatever else runs in the
+    namespace (two installs with two stores never take each other's clusters); the password is
+    not part of it."""
+    u = urlsplit(url)
+    where = f"{u.scheme}://{u.hostname or ''}:{u.port or ''}{u.path}"
+    return "wlmap-" + hashlib.blake2b(where.encode(), digest_size=5).hexdigest()
 
 
 class Sharing:
@@ -53,7 +66,8 @@ class Sharing:
             from .claims import Claims
 
             assert self.home is not None  # check_roles: shards need a home cluster for their Leases
-            self.shard = Shard(fleet, self.redis, Claims(self.home, self.namespace), self.registry, self.interpret,
+            claims = Claims(self.home, self.namespace, group=claims_group(self.settings.store))
+            self.shard = Shard(fleet, self.redis, claims, self.registry, self.interpret,
                                buckets=self.settings.shard_buckets, maxlen=self.settings.store_stream_length,
                                namespaces=self.settings.watch_namespaces or None, labelled=self.labelled)
 
@@ -71,6 +85,21 @@ class Sharing:
                 await t
         with contextlib.suppress(Exception):
             await self.redis.aclose()
+
+    def metrics(self) -> Iterator[Any]:
+        """Prometheus families: is the store reachable, and (a shard) what it owns and has written."""
+        up = GaugeMetricFamily("wlmap_store_connected", "1 while the store answers (else reads are 503)")
+        up.add_metric([], 1 if self.hub.connected else 0)
+        yield up
+        if self.shard is not None:
+            units = GaugeMetricFamily("wlmap_shard_units", "Units (clusters or namespace buckets) this shard owns")
+            units.add_metric([], len(self.shard.claims.owned))
+            yield units
+            writes = CounterMetricFamily("wlmap_shard_store_writes", "Fenced writes to the store, by cluster",
+                                         labels=["cluster"])
+            for name, p in sorted(self.shard.parts.items()):
+                writes.add_metric([name], p.writes)
+            yield writes
 
     def status(self) -> dict[str, Any]:
         return {"role": self.role, "storeConnected": self.hub.connected, "storeError": self.hub.error,

@@ -147,6 +147,20 @@ def service_rbac(user: str, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def shard_lease_rbac(user: str, namespace: str) -> list[dict[str, Any]]:
+    """What the chart grants shards (--role shard|all): Leases in the service namespace."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    name = "wlmap-shard-leases"
+    return [
+        {"apiVersion": rbac, "kind": "Role", "metadata": {"name": name, "namespace": namespace},
+         "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                    "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}]},
+        {"apiVersion": rbac, "kind": "RoleBinding", "metadata": {"name": name, "namespace": namespace},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]},
+    ]
+
+
 def reader_rbac(user: str, namespace: str, resources: list[tuple[str, str]], pods: bool = True) -> list[dict[str, Any]]:
     """A Role letting `user` get/list the given (group, plural) resources (and pods) in a namespace."""
     rbac = "rbac.authorization.k8s.io/v1"

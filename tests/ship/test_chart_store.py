@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
+import httpx
 import pytest
 
 from app.cli.main import cmd_serve
@@ -25,7 +26,7 @@ from app.cli.main import parser as cli_parser
 from app.service import settings as settings_mod
 from app.service.settings import Settings, check_roles, settings_from_args
 
-from ..cluster.apiserver import ApiServer
+from ..cluster.apiserver import TOKENS, ApiServer
 from ..cluster.kubeobjects import Kubectl
 from ..cluster.util import eventually
 from .test_chart_fleet import FLEET_VALUES
@@ -443,3 +444,79 @@ def test_both_layouts_are_accepted_by_the_server(apiserver: ApiServer, kubectl: 
             apiserver.call(method, path, body, token=api_token)
         assert e.value.code == 403, (method, path)
     apiserver.call("DELETE", f"{leases}/shard-probe", token=shard_token)
+
+
+def test_with_actions_the_api_replicas_may_read_and_patch_the_root_kinds() -> None:
+    """Suspend, resume and applied updates run on the API replica that takes the request: it
+    reads the object from the API server and patches it, so with config.actions its account gets
+    the catalog's reads and the root kinds' patch, and without, neither."""
+    on = rule_set(named(objects(render(dict(BUNDLED, config={"actions": True}))), "ClusterRole", API)["rules"])
+    off = rule_set(named(objects(render(BUNDLED)), "ClusterRole", API)["rules"])
+    assert ("jobset.x-k8s.io", "jobsets", "patch") in on and ("jobset.x-k8s.io", "jobsets", "get") in on
+    assert not {r for r in off if r[0] == "jobset.x-k8s.io"}
+
+
+LIVE_STORE_NS = "chart-store-live"
+
+
+def _serve_args(c: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """A rendered container as a `wlmap serve` of this test: its args (without `serve` and the
+    address, which the test picks) and its literal environment, POD_NAME as the downward API gives."""
+    args = list(c["args"])
+    assert args[0] == "serve"
+    out, skip = [], False
+    for a in args[1:]:
+        if skip:
+            skip = False
+            continue
+        if a in ("--host", "--port"):
+            skip = True
+            continue
+        out.append(a)
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}
+    return out, env
+
+
+def test_shards_and_api_replicas_run_with_the_chart_rbac(apiserver: ApiServer, kubectl: Kubectl,
+                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The store layout installed, then a shard and an API replica run as the chart's two service
+    accounts with their rendered args and environment, against this API server and a real Redis:
+    the shard claims the cluster with its Lease rights and writes it; the API replica, holding no
+    workload read, answers a caller (authorized by SubjectAccessReview) from the store."""
+    from ..service.conftest import Server
+    from ..store.redis_server import RedisServer
+
+    redis = RedisServer().start()
+    cluster = Cluster(apiserver)
+    kube_version, api_versions = cluster.capabilities()
+    kubectl.ensure_namespace(LIVE_STORE_NS)
+    release = "wlmap-live-store"
+    values = {"store": {"url": redis.url}, "config": {"kartaResources": False}}
+    objs = [o for o, _ in install(cluster, render(values, name=release, namespace=LIVE_STORE_NS,
+                                                  kube_version=kube_version, api_versions=api_versions))]
+    fullname = f"{release}-workload-map"
+    tmp = tmp_path_factory.mktemp("chart-store-live")
+    servers: list[Any] = []
+    try:
+        for kind, name, sa, pod in (("StatefulSet", f"{fullname}-shards", fullname, f"{fullname}-shards-0"),
+                                    ("Deployment", f"{fullname}-api", f"{fullname}-api", None)):
+            args, env = _serve_args(workload(objs, kind, name))
+            kc = apiserver.write_kubeconfig(tmp / f"{sa}.kubeconfig", sa_token(apiserver, LIVE_STORE_NS, sa), sa)
+            servers.append(Server(*args, "--kubeconfig", str(kc), env={**env, **({"POD_NAME": pod} if pod else {})}))
+        shard, api = servers
+        admin = {"Authorization": f"Bearer {TOKENS['admin'][0]}"}
+
+        def listed() -> bool:
+            r = httpx.get(api.url + "/workloads", headers=admin, timeout=10)
+            return r.status_code == 200 and r.json()["freshness"]["source"] == "store"
+
+        eventually(listed, timeout=60, what="the API replica answers from the store")
+        st = httpx.get(api.url + "/model", headers=admin, timeout=10).json()
+        assert st["store"]["role"] == "api" and st["units"][0]["owner"].startswith(f"{fullname}-shards-0_")
+        assert httpx.get(shard.url + "/model", headers=admin, timeout=10).json()["store"]["role"] == "shard"
+        assert httpx.get(api.url + "/workloads", timeout=10).status_code == 401  # no token: refused
+        assert "forbidden" not in shard.output().lower(), shard.output()[-2000:]
+    finally:
+        for s in servers:
+            s.stop()
+        redis.stop()

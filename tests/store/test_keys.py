@@ -39,3 +39,12 @@ def test_row_fields_round_trip() -> None:
     key = ("jobset.x-k8s.io", "JobSet", "team-a", "llm")
     assert keys.parse_row_field(keys.row_field(*key)) == key
     assert keys.parse_row_field(keys.row_field("", "Pod", "", "x")) == ("", "Pod", "", "x")
+
+
+def test_shards_of_one_store_share_a_claims_group_and_other_stores_do_not() -> None:
+    from app.store.sharing import claims_group
+
+    g = claims_group("redis://:secret@valkey.platform:6379/0")
+    assert g == claims_group("redis://valkey.platform:6379/0")  # the password is not part of it
+    assert g != claims_group("redis://valkey.platform:6379/1") != claims_group("redis://other:6379/0")
+    assert g.startswith("wlmap-") and len(g) <= 63
