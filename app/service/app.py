@@ -42,7 +42,7 @@ from ..karta.load import Definition, NotAKarta, definition_from_document
 from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore, summary
 from ..karta.validate import reference_text
-from ..store.connection import store_unavailable
+from ..store.errors import store_unavailable
 from ..ui import mount_ui
 from . import actions, fleet_reads, metrics, streams
 from .auth import Authorizer

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cluster.access import Access
 from ..cluster.karta_status import KartaStatusManager
@@ -25,8 +25,10 @@ from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.store import DefinitionStore
 from ..model.live import LiveModel
-from ..store.sharing import Sharing
 from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
+
+if TYPE_CHECKING:
+    from ..store.sharing import Sharing
 
 log = logging.getLogger("wlmap.cluster")
 
@@ -81,8 +83,11 @@ class Cluster:
         self.access = Access(kube, audiences=settings.token_audiences) if auth and kube is not None else None
         # Behind a store (--store), reads come from it (every role) and shards watch what they
         # claim (--role shard|all): app/store.
-        self.sharing = Sharing(settings, kube, self.namespace, lambda: store.registry, interpret) \
-            if settings.store else None
+        self.sharing: Sharing | None = None
+        if settings.store:  # (the Redis client is loaded only then)
+            from ..store.sharing import Sharing
+
+            self.sharing = Sharing(settings, kube, self.namespace, lambda: store.registry, interpret)
         self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,
                            namespaces=settings.watch_namespaces, auth=auth, labelled=fleet_mode(settings),
                            probe_interval=settings.cluster_probe_interval,

@@ -11,7 +11,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from ..service.problems import ProblemError
+from .errors import store_unavailable  # noqa: F401 - readers of the store take it from here too
 
 COMMAND_TIMEOUT = 5.0
 
@@ -26,13 +26,6 @@ def connect(url: str, password: str | None = None, *, timeout: float = COMMAND_T
     if password:
         kwargs["password"] = password  # used when the URL names none (redis-py: the URL's wins)
     return aioredis.from_url(url, **kwargs)
-
-
-def store_unavailable(e: BaseException | None = None) -> ProblemError:
-    why = f": {type(e).__name__}" + (f" ({e})" if str(e) else "") if e is not None else ""
-    return ProblemError(503, "store-unavailable", "Store unavailable",
-                        f"the shared store (--store) does not answer{why}; no answer is given rather than a stale one",
-                        headers={"Retry-After": "2"})
 
 
 ERRORS = (RedisError, OSError, TimeoutError)

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("wlmap.shard")
 
 HEARTBEAT = 2.0  # seconds between a unit's heartbeats (readers call a unit stale after STALE)
-STALE = 10.0
+STALE = 6.0  # three heartbeats missed: readers say `watching: false` (the Lease expires later, at 15 s)
 EXPORT_BATCH = 64  # live answers computed per pass (row changes go first)
 
 
