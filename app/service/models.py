@@ -600,6 +600,19 @@ class ModelKind(_M):
     definition: str | None
 
 
+class StoreUnit(_M):
+    """One unit (a cluster, or a namespace bucket of it) as the store holds it."""
+
+    unit: str
+    owner: str | None = Field(None, description="the shard that owns it (its identity)")
+    epoch: int = Field(0, description="the unit's fencing epoch (its Lease's leaseTransitions)")
+    synced: bool
+    watching: bool
+    heartbeatAge: float | None = Field(None, description="seconds since its owner's last heartbeat")
+    rows: int
+    error: str | None = None
+
+
 class ModelStatus(_M):
     enabled: bool
     synced: bool
@@ -623,6 +636,13 @@ class ModelStatus(_M):
     freshness: Freshness | None = None
     definitionsSynced: bool | None = None
     streams: dict[str, int] | None = Field(None, description="stream clients connected now, by stream (list, workload)")
+    source: Literal["store"] | None = Field(None, description="behind a store (--store): the cluster as the store "
+                                                            "holds it, not a model of this process")
+    storeConnected: bool | None = None
+    units: list[StoreUnit] | None = Field(None, description="behind a store: the cluster's units, their owners and "
+                                                            "heartbeats")
+    store: dict[str, Any] | None = Field(None, description="behind a store: this process's role, the store's state "
+                                                           "and (a shard) what it owns")
 
 
 class ValidationResult(BaseModel):
