@@ -40,7 +40,7 @@ log = logging.getLogger("wlmap.shard")
 
 HEARTBEAT = 2.0  # seconds between a unit's heartbeats (readers call a unit stale after STALE)
 STALE = 6.0  # three heartbeats missed: readers say `watching: false` (the Lease expires later, at 15 s)
-EXPORT_BATCH = 64  # live answers computed per pass (row changes go first)
+EXPORT_BATCH = 32  # live answers computed per pass at most; a row change waiting ends the pass
 
 
 def _sig(*parts: bytes) -> bytes:
@@ -262,7 +262,9 @@ class ClusterPart:
         if n:
             await self._write(ops)
             ops = {b: Ops() for b in self.writers}
-        for uid in list(self.pending)[:EXPORT_BATCH]:
+        for i, uid in enumerate(list(self.pending)[:EXPORT_BATCH]):
+            if i and not sub.queue.empty():  # a row changed meanwhile: rows go first (answers are ~4 ms each)
+                break
             del self.pending[uid]
             try:
                 got = await m.export(uid)
