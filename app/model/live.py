@@ -774,9 +774,11 @@ class LiveModel(Reader):
                                   "one); read it again")
         return seen[1]
 
-    async def export(self, uid: str) -> tuple[dict[str, Any], bytes, bytes, bytes] | None:
+    async def export(self, uid: str, held_rv: str | None = None
+                     ) -> tuple[dict[str, Any], str, bytes | None, bytes, bytes] | None:
         """What the store keeps of a published workload (None: it has no row now): its row, the
-        object as kept (JSON), its live answer with pods (JSON), and its diagnosis with and without
+        object's resourceVersion and the object as kept (JSON; None when the store holds it at
+        `held_rv` already), its live answer with pods (JSON), and its diagnosis with and without
         Events (JSON), so an API replica answers any caller as this model would."""
         obj = self.graph.by_uid.get(uid)
         kw = self._kind_of(obj) if obj is not None else None
@@ -788,7 +790,8 @@ class LiveModel(Reader):
         if ctx is not None:
             pods = self.pod_facts(uid)
             diag = {"events": explain(ctx, pods, self.warnings_of(uid)), "pods": explain(ctx, pods, [])}
-        return state.row, exact(orjson.dumps(obj.object())), body, orjson.dumps(diag)
+        kept = None if held_rv == obj.rv else exact(orjson.dumps(obj.object()))
+        return state.row, obj.rv, kept, body, orjson.dumps(diag)
 
     async def summaries(self, namespace: str | None, kind: str | None = None, *,
                         allow: Allow) -> dict[str, Any]:

@@ -43,12 +43,18 @@ STALE = 6.0  # three heartbeats missed: readers say `watching: false` (the Lease
 EXPORT_BATCH = 32  # live answers computed per pass at most; a row change waiting ends the pass
 
 
-def _sig(*parts: bytes) -> bytes:
+def _sig(rv: str, *parts: bytes) -> bytes:
+    """What the store holds of a workload's answer: the object's resourceVersion (the object is
+    rewritten only when it moves), then a digest of the live answer and diagnosis."""
     h = hashlib.blake2b(digest_size=16)
     for p in parts:
         h.update(len(p).to_bytes(8, "little"))
         h.update(p)
-    return h.digest()
+    return rv.encode() + b"|" + h.digest()
+
+
+def _held_rv(sig: bytes | None) -> str | None:
+    return sig.partition(b"|")[0].decode() if sig else None
 
 
 class ClusterPart:
@@ -266,25 +272,33 @@ class ClusterPart:
             if i and not sub.queue.empty():  # a row changed meanwhile: rows go first (answers are ~4 ms each)
                 break
             del self.pending[uid]
+            obj_ = m.graph.by_uid.get(uid)
+            held = None
+            if obj_ is not None:
+                b0 = self.bucket(obj_.namespace)
+                if b0 in self.sigs:
+                    f0 = keys.row_field(obj_.group, obj_.kind, obj_.namespace, obj_.name)
+                    held = _held_rv(self.sigs[b0].get(f0))
             try:
-                got = await m.export(uid)
+                got = await m.export(uid, held)
             except Exception as e:  # noqa: BLE001 - a workload that cannot be answered keeps its last answer
                 if getattr(e, "status", None) == 503:
                     self.pending[uid] = None  # no evaluation worker was free: later
                 continue
             if got is None:
                 continue
-            row, obj, live, diag = got
+            row, rv, obj, live, diag = got
             g, k, ns, name = row_key(row)
             b = self.bucket(ns)
             if b not in self.writers:
                 continue
             field = keys.row_field(g, k, ns, name)
-            sig = _sig(obj, live, diag)
+            sig = _sig(rv, live, diag)
             if self.sigs[b].get(field) == sig:
                 continue
             o = ops[b]
-            o.hset("obj", field, deflate(obj))
+            if obj is not None:
+                o.hset("obj", field, deflate(obj))
             o.hset("live", field, deflate(live))
             o.hset("diag", field, diag)
             o.hset("sig", field, sig)
