@@ -140,9 +140,13 @@ class StoreHub:
                 self.connected, self.error = True, None
                 backoff.reset()
                 await self._follow(stop)
-            except ERRORS as e:
-                if self.connected:
-                    log.warning("store: lost (%s); reads answer 503 until it is back", type(e).__name__)
+            except Exception as e:  # noqa: BLE001 - whatever stops the mirror, reads must not go on as fresh
+                if isinstance(e, ERRORS):
+                    if self.connected:
+                        log.warning("store: lost (%s); reads answer 503 until it is back", type(e).__name__)
+                else:  # an entry this replica cannot read: load everything again rather than guess
+                    log.exception("store: following the stream failed; loading again")
+                    self.loaded_units.clear()
                 self.connected, self.error = False, f"{type(e).__name__}: {e}"
                 self.log.end_all()
                 await sleep_or_stop(stop, backoff.next())

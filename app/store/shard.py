@@ -145,6 +145,11 @@ class ClusterPart:
                     self.need_resync = True
                     await sleep_or_stop(self.stop, backoff.next())
                     continue
+                except Exception:  # noqa: BLE001 - the unit stays owned: keep it written, from scratch
+                    log.exception("cluster %s: writing to the store failed; resyncing", self.name)
+                    self.need_resync = True
+                    await sleep_or_stop(self.stop, backoff.next())
+                    continue
                 if sub.overflowed:  # more changes than could wait: compare everything again
                     sub.overflowed = False
                     self.need_resync = True
