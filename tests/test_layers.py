@@ -6,6 +6,7 @@
     cluster      cluster I/O: API client, list/watch, owners, direct reads
     model        the watch-maintained model of a cluster (objects, owner index, interpretations)
     fleet        the clusters served: where they come from, one member (connection, model) each
+    store        past one process: shards' claims and writes, the shared store's readers (Redis)
     service, cli, ui                    views
 """
 
@@ -27,9 +28,10 @@ ALLOWED: dict[str, set[str]] = {
     "cluster": {"engine", "karta", "jqlang", "documents"},
     "model": {"cluster", "engine", "karta", "jqlang", "documents"},
     "fleet": {"model", "cluster", "engine", "karta", "jqlang", "documents"},
+    "store": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem"},
     "ui": set(),
-    "service": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
-    "cli": {"service", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},
+    "service": {"store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
+    "cli": {"service", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},
 }
 
 

@@ -28,7 +28,7 @@ from ..model.live import LiveModel
 from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
 
 if TYPE_CHECKING:
-    from ..store.sharing import Sharing
+    from .sharing import Sharing
 
 log = logging.getLogger("wlmap.cluster")
 
@@ -85,7 +85,7 @@ class Cluster:
         # claim (--role shard|all): app/store.
         self.sharing: Sharing | None = None
         if settings.store:  # (the Redis client is loaded only then)
-            from ..store.sharing import Sharing
+            from .sharing import Sharing
 
             self.sharing = Sharing(settings, kube, self.namespace, lambda: store.registry, interpret)
         self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,

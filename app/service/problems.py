@@ -13,22 +13,11 @@ from starlette.responses import Response
 
 from ..cluster.workloads import LookupFailed
 from ..documents import UnencodableValue
-from ..problem import problem_body
+from ..problem import ProblemError, problem_body
+
+__all__ = ["ProblemError"]  # defined with the problem documents (app/problem.py), raised from every layer above
 
 PROBLEM_JSON = "application/problem+json"
-
-
-class ProblemError(Exception):
-    """Raise anywhere in a handler to answer with a problem document."""
-
-    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
-                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
-        super().__init__(detail)
-        self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
-        self.extra, self.headers = extra or {}, headers or {}
-
-    def body(self, instance: str | None) -> dict[str, Any]:
-        return {**problem_body(self.status, self.slug, self.title, self.detail, instance, self.errors), **self.extra}
 
 
 def envelope(model: Any, doc: Any, expected: str) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..service.problems import ProblemError
+from ..problem import ProblemError
 
 
 def store_unavailable(e: BaseException | None = None) -> ProblemError:

@@ -27,7 +27,7 @@ from ..karta.registry import Registry
 from ..model.events import TokenError
 from ..model.live import Interpret, KindWatch, _with_freshness, known_kinds, summarize
 from ..model.packing import inflate
-from ..service.problems import ProblemError
+from ..problem import ProblemError
 from . import keys
 from .connection import ERRORS, store_unavailable
 from .mirror import StoreHub

@@ -184,11 +184,11 @@ class Cluster:
         loads = sorted(len(s.claims.owned) for s in shards)
         if loads[-1] - loads[0] > 1:
             return {}
+        held = {s.id: dict(s.claims.owned) for s in shards}  # as of now: the look below may change them
         specs = await self.unit_leases()
-        by_id = {s.id: s for s in shards}
         for u, owner in owners.items():
             spec = specs.get(u) or {}
-            if spec.get("holderIdentity") != owner or spec.get("leaseTransitions", 0) != by_id[owner].claims.owned[u]:
+            if spec.get("holderIdentity") != owner or spec.get("leaseTransitions", 0) != held[owner].get(u):
                 return {}
         return owners
 

@@ -42,7 +42,7 @@ def test_row_fields_round_trip() -> None:
 
 
 def test_shards_of_one_store_share_a_claims_group_and_other_stores_do_not() -> None:
-    from app.store.sharing import claims_group
+    from app.service.sharing import claims_group
 
     g = claims_group("redis://:secret@valkey.platform:6379/0")
     assert g == claims_group("redis://valkey.platform:6379/0")  # the password is not part of it

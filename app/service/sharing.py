@@ -22,11 +22,11 @@ from ..cluster.workloads import Interpret
 from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.registry import Registry
-from ..service.settings import Settings, fleet_mode
-from .connection import connect
-from .mirror import StoreHub
-from .reads import StoreModel
-from .shard import Shard
+from ..store.connection import connect
+from ..store.mirror import StoreHub
+from ..store.reads import StoreModel
+from ..store.shard import Shard
+from .settings import Settings, fleet_mode
 
 
 def claims_group(url: str) -> str:
@@ -63,7 +63,7 @@ class Sharing:
 
     def attach(self, fleet: Fleet) -> None:
         if self.role in ("shard", "all"):
-            from .claims import Claims
+            from ..store.claims import Claims
 
             assert self.home is not None  # check_roles: shards need a home cluster for their Leases
             claims = Claims(self.home, self.namespace, group=claims_group(self.settings.store))
