@@ -255,6 +255,7 @@ class ClusterPart:
         rv = m.applied_rv  # before draining: what is drained and exported now covers it
         ops = {b: Ops() for b in self.writers}
         n = 0
+        new: list[str] = []  # workloads whose first row this pass writes
         while not sub.queue.empty() and n < 2000:
             ev: Event = sub.queue.get_nowait()
             n += 1
@@ -268,8 +269,15 @@ class ClusterPart:
                 continue
             uid = str((ev.object.get("workload") or {}).get("uid") or "")
             st = m.states.get(uid)
+            if field not in self.sigs[b]:
+                new.append(uid)
             self._row(ops[b], b, ev.type, field, ev.object, st.facts if st is not None else None,
                       f"{ev.resource[0]}|{ev.resource[1]}")
+        # A new workload's row goes out with its answer (a few ms later), so a reader who sees the
+        # row can read the workload at once; every other row goes out now, answers after it.
+        for uid in new:
+            self.pending.pop(uid, None)
+            await self._export(m, uid, ops)
         if n:
             await self._write(ops)
             ops = {b: Ops() for b in self.writers}
@@ -277,43 +285,46 @@ class ClusterPart:
             if i and not sub.queue.empty():  # a row changed meanwhile: rows go first (answers are ~4 ms each)
                 break
             del self.pending[uid]
-            obj_ = m.graph.by_uid.get(uid)
-            held = None
-            if obj_ is not None:
-                b0 = self.bucket(obj_.namespace)
-                if b0 in self.sigs:
-                    f0 = keys.row_field(obj_.group, obj_.kind, obj_.namespace, obj_.name)
-                    held = _held_rv(self.sigs[b0].get(f0))
-            try:
-                got = await m.export(uid, held)
-            except Exception as e:  # noqa: BLE001 - a workload that cannot be answered keeps its last answer
-                if getattr(e, "status", None) == 503:
-                    self.pending[uid] = None  # no evaluation worker was free: later
-                continue
-            if got is None:
-                continue
-            row, rv, obj, live, diag = got
-            g, k, ns, name = row_key(row)
-            b = self.bucket(ns)
-            if b not in self.writers:
-                continue
-            field = keys.row_field(g, k, ns, name)
-            sig = _sig(rv, live, diag)
-            if self.sigs[b].get(field) == sig:
-                continue
-            o = ops[b]
-            if obj is not None:
-                o.hset("obj", field, deflate(obj))
-            o.hset("live", field, deflate(live))
-            o.hset("diag", field, diag)
-            o.hset("sig", field, sig)
-            o.xadd("INTERPRETED", field)
-            self.sigs[b][field] = sig
+            await self._export(m, uid, ops)
         if rv is not None and not self.pending and rv != self.written_rv:
             for o in ops.values():  # readers (and tests' read-your-writes) see how far the store is
                 o.hset("meta", "resourceVersion", str(rv))
             self.written_rv = rv
         await self._write(ops)
+
+    async def _export(self, m: LiveModel, uid: str, ops: dict[int, Ops]) -> None:
+        """A workload's answer into `ops`, when it differs from what the store holds."""
+        obj_ = m.graph.by_uid.get(uid)
+        held = None
+        if obj_ is not None:
+            b0 = self.bucket(obj_.namespace)
+            if b0 in self.sigs:
+                held = _held_rv(self.sigs[b0].get(keys.row_field(obj_.group, obj_.kind, obj_.namespace, obj_.name)))
+        try:
+            got = await m.export(uid, held)
+        except Exception as e:  # noqa: BLE001 - a workload that cannot be answered keeps its last answer
+            if getattr(e, "status", None) == 503:
+                self.pending[uid] = None  # no evaluation worker was free: later
+            return
+        if got is None:
+            return
+        row, rv, obj, live, diag = got
+        g, k, ns, name = row_key(row)
+        b = self.bucket(ns)
+        if b not in self.writers:
+            return
+        field = keys.row_field(g, k, ns, name)
+        sig = _sig(rv, live, diag)
+        if self.sigs[b].get(field) == sig:
+            return
+        o = ops[b]
+        if obj is not None:
+            o.hset("obj", field, deflate(obj))
+        o.hset("live", field, deflate(live))
+        o.hset("diag", field, diag)
+        o.hset("sig", field, sig)
+        o.xadd("INTERPRETED", field)
+        self.sigs[b][field] = sig
 
 
 class Shard:

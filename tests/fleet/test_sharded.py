@@ -20,7 +20,8 @@ import pytest
 
 from ..cluster.fixtures import SERVICE_NS
 from ..cluster.kubeobjects import running, shard_lease_rbac
-from ..cluster.test_streams import NOT_READY, Stream, _name, _ready
+from ..cluster.test_streams import JOBSET, NOT_READY, Stream, _name, _ready
+from ..cluster.util import fixture_object
 from ..service.conftest import Server
 from ..store.redis_server import RedisServer
 from .conftest import NS, Fleet, fleet_args, wait_synced
@@ -247,6 +248,29 @@ def _ready_of(api: Server, cluster: str, name: str) -> int | None:
     if r.status_code != 200:
         return None
     return next((x["pods"]["ready"] for x in r.json()["items"] if x["workload"]["name"] == name), None)
+
+
+def test_a_new_workload_can_be_read_as_soon_as_a_stream_shows_it(sharded: Sharded, fleet: Fleet) -> None:
+    """A new workload's row reaches the store with its answer (one fenced write), so a UI that
+    opens a workload the moment a list stream shows it gets it, never "answer pending"."""
+    api = sharded.apis[1]
+    k = fleet.kubectl["b"]
+    s = Stream(api.url + "/workloads")
+    names = [f"fresh-{i}" for i in range(5)]
+    try:
+        n = s.synced(30)
+        for name in names:
+            obj, status = fixture_object(JOBSET, NS, name)
+            k.set_status(k.apply(obj), status)
+        for name in names:
+            s.wait(lambda e, name=name: e["type"] == "ADDED" and _name(e) == name, 30, after=n)
+            r = httpx.get(api.url + f"/clusters/b/workloads/{NS}/{name}", timeout=10)
+            assert r.status_code == 200, r.text
+            assert r.json()["workload"]["name"] == name
+    finally:
+        s.close()
+        for name in names:
+            k.delete("jobset.x-k8s.io/v1alpha2", "JobSet", NS, name)
 
 
 def test_a_killed_shard_is_replaced_without_failed_reads_or_an_added_storm(sharded: Sharded, fleet: Fleet) -> None:
