@@ -273,3 +273,12 @@ async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
     except asyncio.TimeoutError:
         pass
+
+
+async def cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel background tasks and wait until each has ended (whatever it raised on the way out)."""
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t

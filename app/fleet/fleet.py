@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..cluster.informer import Informer
+from ..cluster.informer import Informer, cancel_all
 from ..cluster.kube import Kube, Resource
 from ..cluster.workloads import Interpret
 from ..karta.registry import Registry
@@ -125,11 +125,7 @@ class Fleet:
         self._tasks.append(asyncio.create_task(self._status_loop(), name="fleet-status"))
 
     async def close(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(self._tasks)
         await asyncio.gather(*(m.close() for m in self.members.values()), return_exceptions=True)
 
     # -- cluster Secrets --------------------------------------------------------------------

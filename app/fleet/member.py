@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..cluster.access import Access
-from ..cluster.informer import Backoff, sleep_or_stop
+from ..cluster.informer import Backoff, cancel_all, sleep_or_stop
 from ..cluster.kube import Kube, KubeError
 from ..cluster.workloads import Interpret, Workloads, now_iso
 from ..karta.registry import Registry
@@ -70,11 +70,7 @@ class Member:
         self._stop.set()
         if self.model is not None:
             await self.model.close()
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(self._tasks)
         if self.kube is not None and self._owns_kube:
             with contextlib.suppress(Exception):
                 await self.kube.close()

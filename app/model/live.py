@@ -41,7 +41,7 @@ from ..cluster.diagnosis import (
     gang_minimum,
     row_reason,
 )
-from ..cluster.informer import Backoff, Informer, sleep_or_stop
+from ..cluster.informer import Backoff, Informer, cancel_all, sleep_or_stop
 from ..cluster.kube import CRDS, EVENTS, PODS, Kube, KubeError, Resource
 from ..cluster.reader import Found, Reader
 from ..cluster.workloads import (
@@ -202,11 +202,7 @@ class LiveModel(Reader):
     async def close(self) -> None:
         for kw in list(self.kinds.values()) + ([self._crd] if self._crd else []):
             self._stop_kind(kw)
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(self._tasks)
 
     def reconnect_now(self) -> None:
         """The API server answers again: every informer waiting out a backoff retries now (the

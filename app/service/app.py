@@ -325,11 +325,15 @@ class Service:
         raise fleet_reads.unavailable(member) if not member.available else fleet_reads.not_synced(member)
 
     # -- the fleet -------------------------------------------------------------------------
+    @property
+    def sharing(self) -> Any:
+        """The store's parts (--store), else None."""
+        return self.cluster.sharing if self.cluster is not None else None
+
     def need_store(self) -> None:
         """Behind a store, no read is answered while it is away (503), rather than from rows that
         may be stale: every read of cluster data passes here."""
-        sharing = self.cluster.sharing if self.cluster is not None else None
-        if sharing is not None and not sharing.hub.connected:
+        if self.sharing is not None and not self.sharing.hub.connected:
             raise store_unavailable()
 
     def member(self, name: str | None, what: str = "live workloads") -> Member:
@@ -799,9 +803,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if model is None:
             return _dumps({"enabled": False, "synced": False,
                            "reason": "no cluster" if member is None else "--cache false"})
-        sharing = service.cluster.sharing if service.cluster is not None else None
         return _dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(streams.Limits.open)}
-                      | ({"store": sharing.status()} if sharing is not None else {}))
+                      | ({"store": service.sharing.status()} if service.sharing is not None else {}))
 
     @app.get("/metrics/workloads", operation_id="workloadMetrics", tags=["health"], response_class=Response,
              responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},

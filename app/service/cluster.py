@@ -11,11 +11,11 @@ turns ready after their first sync.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
 from ..cluster.access import Access
+from ..cluster.informer import cancel_all
 from ..cluster.karta_status import KartaStatusManager
 from ..cluster.kube import Kube, in_cluster, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
@@ -137,7 +137,7 @@ class Cluster:
         self.fleet.start(stop, self.namespace if watch else None, self.settings.cluster_secret_selector,
                          self.settings.cluster_secret_names)
         if self.sharing is not None:
-            self._tasks += self.sharing.start(stop)
+            self.sharing.start(stop)  # its tasks are its own: Sharing.close ends them
 
     async def close(self) -> None:
         if self.karta_manager is not None:
@@ -145,11 +145,7 @@ class Cluster:
         if self.sharing is not None:  # shards stop (and give their Leases back) before connections close
             await self.sharing.close()
         await self.fleet.close()
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(self._tasks)
         if self.kube is not None:
             await self.kube.close()
 

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from ..cluster.informer import cancel_all
 from ..cluster.kube import Kube
 from ..cluster.workloads import Interpret
 from ..fleet.fleet import Fleet
@@ -71,18 +72,13 @@ class Sharing:
                                buckets=self.settings.shard_buckets, maxlen=self.settings.store_stream_length,
                                namespaces=self.settings.watch_namespaces or None, labelled=self.labelled)
 
-    def start(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+    def start(self, stop: asyncio.Event) -> None:
         self._tasks.append(asyncio.create_task(self.hub.run(stop), name="store-hub"))
         if self.shard is not None:
             self._tasks.append(asyncio.create_task(self.shard.run(stop), name="shard"))
-        return self._tasks
 
     async def close(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(self._tasks)
         with contextlib.suppress(Exception):
             await self.redis.aclose()
 
