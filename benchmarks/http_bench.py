@@ -8,6 +8,11 @@
    the same definition's expressions over the same manifests (target >= 1x gojq).
 
     python benchmarks/http_bench.py [--duration 10] [--connections 4 16 64] [--workers 2]
+
+`--compare PATH` runs every server twice, this checkout's and another's (its code imported with
+PYTHONPATH=PATH, e.g. `git worktree add /tmp/before main~5`), the two alternating per
+configuration, and prints each figure of both with the ratio this/other: a change to the HTTP
+path measured side by side in one run.
 """
 
 from __future__ import annotations
@@ -41,13 +46,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workers: int, *extra: str) -> tuple[subprocess.Popen, str, float]:
+ROOT = HERE.parent
+
+
+def start_server(workers: int, *extra: str, checkout: Path = ROOT) -> tuple[subprocess.Popen, str, float]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    wlmap = Path(sys.executable).parent / "wlmap"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
+    env["PYTHONPATH"] = str(checkout)  # the venv's editable install may point at another tree
     started = time.perf_counter()
-    proc = subprocess.Popen([str(wlmap), "serve", "--port", str(port), "--workers", str(workers),
-                             "--log-level", "warning", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-c", "from app.cli.main import main; main()", "serve",
+                             "--port", str(port), "--workers", str(workers), "--log-level", "warning", *extra],
+                            cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while True:
         try:
             if httpx.get(url + "/readyz", timeout=0.5).status_code == 200:
@@ -197,6 +207,8 @@ def main() -> None:
     ap.add_argument("--loops", nargs="+", default=["uvloop", "asyncio"], choices=["uvloop", "asyncio"],
                     help="event loops of the cold runs, side by side (the service picks asyncio's whenever it "
                          "talks to an API server)")
+    ap.add_argument("--compare", type=Path, help="another checkout: each server configuration also run from "
+                                                 "it, side by side, with ratios")
     args = ap.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is needed: apt-get install wrk")
@@ -205,25 +217,31 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} cores; manifest {MANIFEST.name}: {len(body)} bytes")
     for workers in (1, 2):
-        proc, url, startup = start_server(workers)
-        proc.terminate()
-        proc.wait(10)
-        print(f"startup with the full built-in catalog, {workers} worker(s): process start -> /readyz 200 in "
-              f"{startup:.2f} s (target < 2 s)")
+        for name, checkout in [("", ROOT)] + ([("[other] ", args.compare)] if args.compare else []):
+            proc, url, startup = start_server(workers, checkout=checkout)
+            proc.terminate()
+            proc.wait(10)
+            print(f"{name}startup with the full built-in catalog, {workers} worker(s): process start -> /readyz 200 "
+                  f"in {startup:.2f} s (target < 2 s)")
+    run = (lambda *extra: compared(args, obj, body, *extra)) if args.compare else \
+        (lambda *extra: run_server(args, obj, body, *extra))
     for loop in args.loops:
         print(f"-- server with --jq-result-cache false --loop {loop}: every request evaluates jq (cold)")
-        run_server(args, obj, body, "--jq-result-cache", "false", "--loop", loop)
+        run("--jq-result-cache", "false", "--loop", loop)
     print("-- server with --jq-result-cache true: the unchanged manifest reuses jq results (a scheduler's "
           "repeated placement rounds)")
-    run_server(args, obj, body, "--jq-result-cache", "true")
+    run("--jq-result-cache", "true")
     ours, warm, theirs = engine_vs_gojq(obj, args.engine_n)
     print(f"engine, in-process: {ours:.0f} workloads/s cold, {warm:.0f} workloads/s for an unchanged object "
           f"(jq results reused); gojq 0.12.11, same expressions, same manifests: {theirs:.0f} workloads/s; "
           f"ratio cold {ours / theirs:.2f}x, unchanged {warm / theirs:.2f}x (target >= 1x)")
 
 
-def run_server(args: argparse.Namespace, obj: dict, body: str, *extra: str) -> None:
-    proc, url, startup = start_server(args.workers, *extra)
+def run_server(args: argparse.Namespace, obj: dict, body: str, *extra: str, checkout: Path = ROOT,
+               label: str = "") -> dict[str, dict[str, float]]:
+    """Every figure of one server configuration, printed (prefixed by `label`) and returned by row."""
+    proc, url, startup = start_server(args.workers, *extra, checkout=checkout)
+    rows: dict[str, dict[str, float]] = {}
     try:
         r = httpx.post(url + "/interpret", content=body, headers={"content-type": "application/json"})
         assert r.status_code == 200, r.text
@@ -239,18 +257,35 @@ def run_server(args: argparse.Namespace, obj: dict, body: str, *extra: str) -> N
             # keep-alive connections stay with the worker that accepted them: an uneven split caps
             # the run near one core (it was the norm before start_server waited for every worker)
             shares = "/".join(f"{100 * c / max(sum(split), 1e-9):.0f}" for c in split if c > 0.05)
-            print(f"POST /interpret, {conns:3d} connections, {args.duration} s: {single['rps']:6.0f} req/s, "
+            rows[f"POST /interpret, {conns} connections"] = {**single, "cpu_us": per_req}
+            print(f"{label}POST /interpret, {conns:3d} connections, {args.duration} s: {single['rps']:6.0f} req/s, "
                   f"p50 {single['p50']:6.2f} ms, p90 {single['p90']:6.2f} ms, p99 {single['p99']:6.2f} ms, "
                   f"p99.9 {single['p999']:6.2f} ms, errors {single['errors']}, "
                   f"server CPU {per_req:.0f} µs/request, worker CPU split {shares} % "
                   f"(target >= 1500 req/s, p99 < 20 ms)")
         batch_body = json.dumps({"items": [{"object": obj}] * 100}, separators=(",", ":"))
         batch = wrk(url, "/interpret/batch", batch_body, args.duration, args.workers * 2)
-        print(f"POST /interpret/batch x100: {batch['rps']:.1f} req/s = {batch['rps'] * 100:.0f} workloads/s, "
+        rows["POST /interpret/batch x100"] = batch
+        print(f"{label}POST /interpret/batch x100: {batch['rps']:.1f} req/s = {batch['rps'] * 100:.0f} workloads/s, "
               f"p50 {batch['p50']:.1f} ms, p99 {batch['p99']:.1f} ms, errors {batch['errors']}")
     finally:
         proc.terminate()
         proc.wait(10)
+    return rows
+
+
+def compared(args: argparse.Namespace, obj: dict, body: str, *extra: str) -> None:
+    """The same configuration on this checkout and on --compare, alternating which goes first."""
+    compared.turn = getattr(compared, "turn", 0) + 1
+    sides = [("this", ROOT), ("other", args.compare)]
+    if compared.turn % 2 == 0:
+        sides.reverse()
+    got = {name: run_server(args, obj, body, *extra, checkout=path, label=f"[{name}] ") for name, path in sides}
+    for row, mine in got["this"].items():
+        theirs = got["other"][row]
+        print(f"  ratio this/other, {row}: req/s {mine['rps'] / theirs['rps']:.2f}x, "
+              f"p50 {mine['p50'] / max(theirs['p50'], 1e-9):.2f}x, p99 {mine['p99'] / max(theirs['p99'], 1e-9):.2f}x"
+              + (f", CPU/request {mine['cpu_us'] / theirs['cpu_us']:.2f}x" if "cpu_us" in mine else ""))
 
 
 if __name__ == "__main__":
