@@ -1,4 +1,4 @@
-"""Which pods belong to which workload: the controller owner-reference chain (karta-semantics §7.2).
+"""Which pods belong to which workload: the controller owner-reference chain (docs/karta-semantics.md).
 
 A pod belongs to a workload iff, walking its controller chain, some level's owner references
 (any of them) carry the workload's UID.  The walk follows only `controller: true` references,

@@ -1,6 +1,6 @@
 """Which requested resources are accelerators, which of them are whole GPUs, and integer units.
 
-The reference library counts only `nvidia.com/gpu` as GPU (karta-semantics.md §5.1).  Schedulers
+The reference library counts only `nvidia.com/gpu` as GPU (docs/karta-semantics.md).  Schedulers
 that place AMD, Intel, Gaudi, Neuron or TPU workloads, or MIG slices, need every accelerator, so:
 
 * `accelerators`: every requested resource whose name matches one of the accelerator patterns

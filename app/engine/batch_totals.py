@@ -1,6 +1,6 @@
-"""Sums of interpretation totals: a batch's and a group's (api-contract "Groups").
+"""Sums of interpretation totals: a batch's and a group's (docs/api-contract.md, "Groups").
 
-A totals is `{pods, gpus, accelerators, requests, requestValues}` (api-contract `totals`); they
+A totals is `{pods, gpus, accelerators, requests, requestValues}` (docs/api-contract.md `totals`); they
 add as totals.Sums do: counts as integers, `requests` exactly as quantities (`500m` + `1.5` =
 `2`, `1Gi` + `512Mi` = `1536Mi`, never through floats), `requestValues` from the exact sum.
 """

@@ -397,7 +397,7 @@ def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | N
 
 def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, Any]] | None = None,
               progress: Progress | None = None) -> dict[str, Any]:
-    """The interpretation of one object (see api-contract.md). Raises InterpretationError.
+    """The interpretation of one object (see docs/api-contract.md). Raises InterpretationError.
 
     `progress(stage, index)` is told which expression is about to run, so a supervisor that
     kills an overrunning evaluation can name the culprit."""

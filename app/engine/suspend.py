@@ -1,6 +1,6 @@
 """Suspend and resume: a definition's `suspendDefinition` actions applied to the root object.
 
-As the reference does it (karta-format.md §9, karta-semantics.md §9): each action, in order,
+As the reference does it (docs/karta-semantics.md, "Suspend and resume"): each action, in order,
 is `(path) = decode_json(value)` against the root object, so a later action may overwrite an
 earlier one.  `path` is resolved to concrete locations by the write-path resolver
 (app/jqlang/writepaths.py: the same subset jq's `path(...)` takes, bounded), and every location

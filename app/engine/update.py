@@ -1,7 +1,7 @@
 """Pod-template rewrites: set labels, annotations, a scheduler, a priority class, a node
 selector or tolerations in every pod a workload makes, through its definition's own paths.
 
-The reference's newer write rules (karta-semantics.md §9.1), for the fields a scheduler or a
+The reference's newer write rules (docs/karta-semantics.md, "Writing back"), for the fields a scheduler or a
 platform injects: each pod path of each chosen component (podTemplateSpecPath, podSpecPath with
 metadataPath, or the fragments of fragmentedPodSpecDefinition) is resolved to concrete
 locations (app/jqlang/writepaths.py), and every location gets a merge, not a replacement:

@@ -1,6 +1,6 @@
 """Where a jq path expression points: the concrete locations a write through it would change.
 
-The reference's newer write path (`ResolvePaths`, karta-semantics.md §2 and §9.1) resolves a
+The reference's newer write path (`ResolvePaths`, docs/karta-semantics.md, "Writing back") resolves a
 definition's read path to concrete locations before it writes: every token a map key or a
 non-negative array index, in document order, an absent trailing key still resolving
 (`.spec.template` on an object without a template -> `("spec", "template")`).  A computed

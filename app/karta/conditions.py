@@ -1,5 +1,5 @@
 """What a Karta resource's status and labels should say: the upstream operator's conditions and
-index labels (karta-format.md §2.1), plus `Conflict`, computed from what the service loaded.
+index labels (docs/karta-format.md, "The resource"), plus `Conflict`, computed from what the service loaded.
 
 Pure functions: the writer (app/cluster/karta_status.py) feeds them the Karta objects, the
 definitions the service made of them, the registry in force and which root kinds are served.

@@ -1,6 +1,6 @@
 """The owner index, maintained incrementally from watch events.
 
-Same rules as a direct read (cluster/owners.py, karta-semantics §7.2): a pod belongs to every
+Same rules as a direct read (cluster/owners.py, docs/karta-semantics.md "Live pods"): a pod belongs to every
 UID named by any owner reference along its controller chain (and to itself), walking only
 `controller: true` references, checking name and UID at every hop, at most 6 hops; an owner
 that is not in the model ends the walk.  A workload object is nested (part of another

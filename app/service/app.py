@@ -1,4 +1,4 @@
-"""The HTTP API (api-contract.md): interpret manifests, list and validate definitions.
+"""The HTTP API (docs/api-contract.md): interpret manifests, list and validate definitions.
 
 Request flow: body (bounded by the middleware) -> caller authenticated (with --auth
 kubernetes) -> parse JSON/YAML -> envelope, raw manifest or reference to a live object ->

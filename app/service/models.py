@@ -1,4 +1,4 @@
-"""The HTTP contract as pydantic models (api-contract.md), for OpenAPI and generated clients.
+"""The HTTP contract as pydantic models (docs/api-contract.md), for OpenAPI and generated clients.
 
 Responses are produced by the engine as plain dicts and sent as they are (validation of every
 response would double the cost); `tests/service/test_openapi.py` checks real responses against
@@ -124,7 +124,7 @@ class Instance(_M):
 
 
 class PartError(_M):
-    """A part of the interpretation that could not be computed (api-contract.md, "Partial
+    """A part of the interpretation that could not be computed (docs/api-contract.md, "Partial
     interpretations")."""
 
     part: Literal["status", "component", "gang"]

@@ -3,7 +3,7 @@
 #
 # The integration tests run against these two binaries. Nothing can be downloaded from
 # dl.k8s.io or a Go proxy on our machines, so kube-apiserver is compiled from Debian's own
-# `kubernetes` source package with Debian's Go (recipe: ../shared/reference/kube-apiserver.md).
+# `kubernetes` source package with Debian's Go (docs/testing-with-kube-apiserver.md).
 # The result is cached OUTSIDE the repository; a second run returns at once.
 #
 #   scripts/kube-apiserver/build.sh            # prints the directory holding both binaries

@@ -1,5 +1,5 @@
 """Partial interpretations of live workloads on a real API server: a component that cannot be
-read leaves the status, the other components and their pods in place (api-contract.md,
+read leaves the status, the other components and their pods in place (docs/api-contract.md,
 "Partial interpretations"), in GET /workloads/{ns}/{name}, the summary rows and `wlmap describe`."""
 
 from __future__ import annotations

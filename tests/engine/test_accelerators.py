@@ -1,4 +1,4 @@
-"""Accelerators and integer units (issue 22, api-contract "What schedulers and platforms read"):
+"""Accelerators and integer units (issue 22, docs/api-contract.md "What schedulers and platforms read"):
 `accelerators` counts every accelerator resource by pattern, `gpus` counts whole devices across
 vendors (never MIG slices or other partitions), `requestValues` is every request as an integer
 in base units, rounded up.  Checked per pod, per instance, per component and per workload."""

@@ -1,4 +1,4 @@
-"""`wlmap` (api-contract.md "CLI"): interpret in every output format, definitions
+"""`wlmap` (docs/api-contract.md "CLI"): interpret in every output format, definitions
 list/show/validate, exit codes, and `--definition` taking precedence over a built-in one.
 
 In-process runs replace the built-in catalog with a controlled one (the real catalog is being
@@ -405,7 +405,7 @@ def test_installed_wlmap_validate_exit_codes(tmp_path):
     assert missing.returncode == 2
 
 
-# -- partial interpretations (api-contract.md "Partial interpretations") --------------------
+# -- partial interpretations (docs/api-contract.md "Partial interpretations") --------------------
 
 PARTIAL = Path(__file__).resolve().parent.parent / "data" / "partial"
 GROVE = [str(PARTIAL / "grove" / "testdata" / "cliques-only.yaml"), "--definition", str(PARTIAL / "grove" / "definition.yaml")]

@@ -1,4 +1,4 @@
-"""The three worked examples of karta-format.md §14, end to end: each "Expected results"
+"""The three worked examples of docs/karta-format.md "Worked examples", end to end: each "Expected results"
 paragraph becomes assertions on `interpret` output (status, instances, gang, pods)."""
 
 from __future__ import annotations

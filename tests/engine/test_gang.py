@@ -1,4 +1,4 @@
-"""Gang scheduling (karta-semantics.md §6, karta-format.md §11): CalculateSubtreeScale in both
+"""Gang scheduling (docs/karta-semantics.md "Gang hints"): CalculateSubtreeScale in both
 modes, alpha candidates/filters/group keys, KAI names, v2 podGroup and subgroups."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_nested_product():
 
 
 def test_lws_counting_convention_golden():
-    # karta-format §13.3: replicas 2, size 2 read through the gang formula gives 8.
+    # docs/karta-semantics.md "Counting convention": replicas 2, size 2 read through the gang formula gives 8.
     doc = karta(root(),
                 children=[child("group", scaleDefinition={"replicasPath": ".spec.size"}),
                           leaf("leader", owner="group", scale={"replicasPath": ".spec.replicas"}),

@@ -1,5 +1,5 @@
-"""Instance ids, per-field extraction and the positional zip (karta-semantics.md §4,
-karta-format.md §5 and §7)."""
+"""Instance ids, per-field extraction and the positional zip (docs/karta-semantics.md "Instances",
+docs/karta-format.md "Instances")."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_duplicate_ids_are_not_rejected_and_later_value_wins():
 
 
 def test_duplicate_ids_produce_duplicate_nodes():
-    # karta-semantics §7.1: one InstanceNode per key, duplicate ids produce duplicate nodes (same value).
+    # docs/karta-semantics.md "Instances": one InstanceNode per key, duplicate ids produce duplicate nodes (same value).
     doc = multi(".spec.w[]", scaleDefinition={"replicasPath": ".spec.r[]"})
     got = insts(doc, {"w": ["b", "a", "b"], "r": [1, 2, 3]})
     assert [(i["id"], i["replicas"]) for i in got] == [("a", 2), ("b", 3), ("b", 3)]

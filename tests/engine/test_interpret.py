@@ -1,4 +1,4 @@
-"""The interpretation contract as a whole (api-contract.md "One interpretation" and "Errors")."""
+"""The interpretation contract as a whole (docs/api-contract.md "One interpretation" and "Errors")."""
 
 from __future__ import annotations
 

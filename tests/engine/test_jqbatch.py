@@ -1,4 +1,4 @@
-"""The jq runner (karta-semantics.md §2, karta-format.md §13.1): result cap, zero outputs, no
+"""The jq runner (docs/karta-semantics.md "The jq runner"): result cap, zero outputs, no
 environment, no further inputs, compile errors in gojq wording, gojq key order and number
 printing - both on the batch runner directly and through `interpret`."""
 
@@ -269,7 +269,7 @@ def test_tostring_of_whole_float_input_has_no_decimal_point():
 
 
 def test_tostring_of_literal_3_0_is_3():
-    # karta-format §13.1: checked with gojq, `3.0|tostring` gives "3".
+    # docs/karta-semantics.md "The jq dialect": checked with gojq, `3.0|tostring` gives "3".
     assert matched("3.0 | tostring", "3") == ["Running"]
 
 

@@ -1,4 +1,4 @@
-"""Placement in the pod view (api-contract "What schedulers and platforms read"): nodeSelector,
+"""Placement in the pod view (docs/api-contract.md "What schedulers and platforms read"): nodeSelector,
 tolerations, affinity, topologySpreadConstraints, runtimeClassName and resourceClaims, exactly as
 written in the pod definition, per component and instance; absent when unset."""
 

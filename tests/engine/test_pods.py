@@ -1,5 +1,5 @@
-"""Pods: component and instance inference (karta-semantics.md §6.2-6.3, karta-format.md §10 and
-§13.2) and live attribution with readiness (karta-semantics.md §7.3-7.4)."""
+"""Pods: component and instance inference (docs/karta-semantics.md "Gang hints", docs/karta-format.md
+"Pod selectors") and live attribution with readiness (docs/karta-semantics.md "Live pods")."""
 
 from __future__ import annotations
 
@@ -428,7 +428,7 @@ def test_empty_pod_list_gives_zero_live():
 
 
 def test_reason_container_waiting_is_not_in_the_reference_order():
-    # karta-semantics §7.4: PodScheduled=False reason, else status.reason, else the Ready=False reason.
+    # docs/karta-semantics.md "Live pods": PodScheduled=False reason, else status.reason, else the Ready=False reason.
     status = {"phase": "Running",
               "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
               "containerStatuses": [{"name": "c", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}

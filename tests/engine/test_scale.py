@@ -1,4 +1,4 @@
-"""Scale extraction (karta-format.md §6, karta-semantics.md §4.2 and §4.4): int32 reading,
+"""Scale extraction (docs/karta-format.md "Scale", docs/karta-semantics.md "Instances"): int32 reading,
 numeric strings, nulls, the empty scaleDefinition, min > max, Knative-style annotations, and the
 "desired" reading used for pod totals."""
 
@@ -121,7 +121,7 @@ def test_component_without_scale_has_null_scale_fields():
     assert (i["replicas"], i["minReplicas"], i["maxReplicas"]) == (None, None, None)
 
 
-# -- Knative-style annotations (karta-semantics §4.2 test facts) ------------------------------------
+# -- Knative-style annotations (docs/karta-semantics.md "Per-field extraction") ------------------------------------
 
 KNATIVE_MIN = '.spec.template.metadata.annotations["autoscaling.knative.dev/min-scale"]'
 KNATIVE_MAX = '.spec.template.metadata.annotations["autoscaling.knative.dev/max-scale"]'
@@ -166,7 +166,7 @@ def test_knative_desired_uses_min_when_replicas_unset():
     assert out["totals"]["pods"] == 2
 
 
-# -- the "desired" reading used for pod totals (karta-semantics §4.4) ----------------------------------
+# -- the "desired" reading used for pod totals (docs/karta-semantics.md "Three readings of a scale") ----------------
 
 def desired(scale: dict | None, spec: dict) -> int:
     fields = {"specDefinition": {"podTemplateSpecPath": ".spec.template"}}

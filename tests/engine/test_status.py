@@ -1,4 +1,4 @@
-"""Status evaluation (karta-semantics.md §3, karta-format.md §8): phase, conditions, matchers,
+"""Status evaluation (docs/karta-semantics.md and docs/karta-format.md, "Status"): phase, conditions, matchers,
 combination rules, the matched list and the primary phase."""
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def test_custom_field_names():
 
 
 def test_api_server_defaults_are_applied_to_missing_field_names():
-    # Deliberate project behaviour (karta-format §16 q6): defaults applied, with a warning.
+    # Deliberate (docs/karta-format.md, "Choices this project makes"): defaults applied, with a warning.
     doc = doc_with({"failed": [{"byConditions": [{"type": "Done", "status": "True", "reason": "Error"}]}]},
                    conditions={"path": COND})
     assert any("API-server defaults" in w for w in warnings(load(doc)))

@@ -1,4 +1,4 @@
-"""Suspend / resume actions (karta-format.md §9): `(path) = decode_json(value)` in order against
+"""Suspend / resume actions (docs/karta-format.md "Suspend and resume"): `(path) = decode_json(value)` in order against
 the root object, through the write-path resolver; refusals name the action."""
 
 from __future__ import annotations

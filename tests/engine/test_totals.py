@@ -1,5 +1,5 @@
-"""Effective requests and totals at the interpretation level (karta-semantics.md §5, api-contract
-`totals`): per pod, per instance, per component and per workload, from the desired scale."""
+"""Effective requests and totals at the interpretation level (docs/karta-semantics.md "Requests and totals",
+docs/api-contract.md `totals`): per pod, per instance, per component and per workload, from the desired scale."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Validation of definitions: karta-format.md §12 (reference validator, jq parse + blacklist,
+"""Validation of definitions: docs/karta-format.md "Validation" (reference validator, jq parse + blacklist,
 schema-level rules) and the authoring warnings this project adds on top."""
 
 from __future__ import annotations

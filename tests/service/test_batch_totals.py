@@ -1,4 +1,4 @@
-"""POST /interpret/batch totals and ?groupBy= group totals over real HTTP (api-contract "Groups"):
+"""POST /interpret/batch totals and ?groupBy= group totals over real HTTP (docs/api-contract.md "Groups"):
 sums over the items that interpreted, exact quantity arithmetic, failures counted apart."""
 
 from __future__ import annotations
