@@ -170,6 +170,17 @@ def test_documented_request_answers_as_shown(command: Command, service: str):
     _run(command, service)
 
 
+def test_site_builds_strict(tmp_path: Path):
+    """mkdocs.yml makes every broken link, anchor and nav entry a warning, and strict mode makes
+    a warning an error."""
+    r = subprocess.run([str(BIN / "mkdocs"), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                       check=False, capture_output=True, text=True, cwd=ROOT,
+                       env={**_shell_env(), "NO_MKDOCS_2_WARNING": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "WARNING" not in r.stderr, r.stderr
+    assert (tmp_path / "site" / "index.html").exists()
+
+
 def _slug(heading: str) -> str:
     """The anchor of a heading, as mkdocs' toc and GitHub make it (for the headings used here)."""
     text = re.sub(r"`([^`]*)`", r"\1", heading)
