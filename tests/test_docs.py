@@ -72,7 +72,8 @@ def blocks(path: Path) -> list[Block]:
     allowed); a block's lines lose the fence's indentation."""
     out: list[Block] = []
     lines = path.read_text().splitlines()
-    i, last_marker, name = 0, None, str(path.relative_to(ROOT))
+    i, last_marker = 0, None
+    name = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
@@ -132,6 +133,24 @@ def _run(c: Command, address: str | None = None) -> None:
         shown = [ln.rstrip() for ln in c.output]
         got = [ln.rstrip() for ln in r.stdout.rstrip("\n").splitlines()]
         assert got == shown, f"{_id(c)}: `{c.command}` printed\n" + "\n".join(got)
+
+
+def test_the_convention_reads_markers_continuations_and_output(tmp_path: Path):
+    page = tmp_path / "page.md"
+    page.write_text("Text.\n\n<!-- doc-test: run -->\n\n```console\n$ echo one \\\n    two\none two\n$ true\n```\n\n"
+                    "```console\n$ unmarked\n```\n\n  <!-- doc-test: skip (needs a cluster) -->\n  ```console\n"
+                    "  $ kubectl get pods\n  ```\n")
+    run, unmarked, skipped = blocks(page)
+    assert (run.marker, unmarked.marker, skipped.marker) == ("run", None, "skip (needs a cluster)")
+    assert [(c.command, c.output) for c in run.commands()] == [("echo one \\\n    two", ["one two"]), ("true", [])]
+    assert skipped.commands()[0].command == "kubectl get pods"
+    _run(run.commands()[0])
+    with pytest.raises(AssertionError, match="printed"):
+        _run(Command("page.md", 1, "echo two", ["one"]))
+    with pytest.raises(AssertionError, match="exited 1"):
+        _run(Command("page.md", 1, "false", []))
+    with pytest.raises(AssertionError, match="exited 1"):  # a pipe fails when any part fails
+        _run(Command("page.md", 1, "false | cat", []))
 
 
 @pytest.mark.parametrize("command", _runnable("run"), ids=_id)
