@@ -326,7 +326,7 @@ def whole_process(repos: list[tuple[str, Path]], fill: Path, settle: float, trac
                   part: int = 2) -> dict[str, Any]:
     """Per pod two ways: over the same service watching an empty namespace (everything the
     pods and their workloads bring, bounded caches included), and the slope between watching
-    `part` of the fill's namespaces and all of them (as README's sizing counts: what each more
+    `part` of the fill's namespaces and all of them (as the sizing of docs/sharding.md counts: what each more
     pod adds once the fixed costs are paid)."""
     from benchmarks.cluster_fill import FillSpec
 

@@ -1,5 +1,5 @@
-"""Print the README's catalog table from the definitions' annotations; `--check` fails when
-README.md does not contain the current table."""
+"""Print the catalog table of docs/catalog.md from the definitions' annotations; `--write` puts it
+between the page's markers, `--check` fails when the page does not contain the current table."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.karta.load import load_builtin  # noqa: E402
 
+PAGE = ROOT / "docs" / "catalog.md"
 BEGIN, END = "<!-- catalog:begin -->", "<!-- catalog:end -->"
 
 
@@ -31,17 +32,16 @@ def table() -> str:
 def main() -> int:
     t = table()
     if "--check" in sys.argv:
-        readme = (ROOT / "README.md").read_text()
-        current = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip() if BEGIN in readme else ""
+        page = PAGE.read_text()
+        current = page.split(BEGIN, 1)[1].split(END, 1)[0].strip() if BEGIN in page else ""
         if current != t:
-            print("README.md catalog table is stale: run python scripts/catalog_table.py --write", file=sys.stderr)
+            print("docs/catalog.md catalog table is stale: run python scripts/catalog_table.py --write", file=sys.stderr)
             return 1
         return 0
     if "--write" in sys.argv:
-        readme = (ROOT / "README.md").read_text()
-        head, rest = readme.split(BEGIN, 1)
+        head, rest = PAGE.read_text().split(BEGIN, 1)
         _, tail = rest.split(END, 1)
-        (ROOT / "README.md").write_text(f"{head}{BEGIN}\n{t}\n{END}{tail}")
+        PAGE.write_text(f"{head}{BEGIN}\n{t}\n{END}{tail}")
         return 0
     print(t)
     return 0

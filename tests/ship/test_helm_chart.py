@@ -294,9 +294,9 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     assert one(objs, "RoleBinding")["subjects"] == binding["subjects"]
 
 
-def readme_rbac_table() -> set[tuple[str, str, str, str]]:
-    """(group, resource, verb, where) of README's "What the service account may do" table."""
-    text = (ROOT / "README.md").read_text()
+def documented_rbac_table() -> set[tuple[str, str, str, str]]:
+    """(group, resource, verb, where) of docs/helm.md's "What the service account may do" table."""
+    text = (ROOT / "docs" / "helm.md").read_text()
     section = text[text.index("<!-- rbac-table"):text.index("<!-- /rbac-table -->")]
     out = set()
     for line in section.splitlines():
@@ -308,9 +308,9 @@ def readme_rbac_table() -> set[tuple[str, str, str, str]]:
     return out
 
 
-def test_rbac_is_exactly_the_readme_table() -> None:
+def test_rbac_is_exactly_the_documented_table() -> None:
     """Every built-in root kind (walked in definitions/) is granted get/list/watch, and the
-    service accounts get exactly what README's table lists, with every feature on (and the
+    service accounts get exactly what docs/helm.md's table lists, with every feature on (and the
     sharded layout's Roles): a catalog
     kind added without a rule, or a rule nobody documented, fails here."""
     objs = objects(render({"clusters": {"secrets": {"enabled": True}}, "config": {"actions": True},
@@ -330,7 +330,7 @@ def test_rbac_is_exactly_the_readme_table() -> None:
     plural = _chart_rbac().plural
     for g, k in root_kinds():
         assert {(g, plural(k), v, "cluster") for v in ("get", "list", "watch")} <= granted, (g, k)
-    assert granted == readme_rbac_table()
+    assert granted == documented_rbac_table()
     for never in ("configmaps", "secrets", "serviceaccounts", "services"):  # core: only in the namespace
         assert not [x for x in granted if x[:2] == ("", never) and x[3] == "cluster"], never
     assert not [x for x in granted if x[0] == "rbac.authorization.k8s.io"]

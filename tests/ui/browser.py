@@ -3,7 +3,7 @@ Chromium driven by Playwright (no browser download), one per test module, for te
 tests/fleet (Playwright's sync API runs one instance per thread, so each closes before the next).
 
 Screenshots of every page (1440x900) go to a folder of the test run (printed at the end; set
-WLMAP_SCREENSHOTS_DIR to choose it).  With WLMAP_UPDATE_SCREENSHOTS=1 the README's pictures in
+WLMAP_SCREENSHOTS_DIR to choose it).  With WLMAP_UPDATE_SCREENSHOTS=1 the docs' pictures in
 docs/screenshots/ are refreshed too.
 """
 
