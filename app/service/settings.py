@@ -47,7 +47,7 @@ class Opt:
 
 
 class SettingsError(ValueError):
-    """Settings that cannot work together: the CLI says `error: <message>` and exits 2."""
+    """A setting, or settings together, that cannot work: the CLI says `error: <message>`, exit 2."""
 
 
 def _store_url(v: str | None) -> str | None:
@@ -105,6 +105,8 @@ class Settings(BaseModel):
                                          "again")] = True
     log_level: Annotated[Literal["debug", "info", "warning", "error"], Opt(
         "log level; info logs one line per request")] = "info"
+    log_format: Annotated[Literal["auto", "text", "json"], Opt(
+        "log lines: auto = text for a person when stderr is a terminal, else JSON lines")] = "auto"
     cache: Annotated[bool, Opt("answer live reads from a watch-maintained model of the cluster; false reads the "
                                "API server on every request")] = True
     watch_namespaces: Annotated[list[str], Opt("limit the model to this namespace (repeatable)",

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import app.service.settings as settings_mod
 from app.service import flags
 from app.service.flags import add_serve_arguments, settings_from_args
+from app.service.logs import setup_logging
 from app.service.settings import Settings, event_loop
 
-from .conftest import ROOT
+from .conftest import ROOT, Server
 
 
 def test_kubernetes_service_link_is_not_a_port(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,3 +196,80 @@ def test_the_configuration_page_is_current() -> None:
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_config_docs.py"), "--check"], check=False,
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
+
+
+# -- first contact: where the service listens, and logs a person can read ----------------------
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("choice", "stream", "text"), [("auto", _Terminal, True), ("auto", io.StringIO, False),
+                                                         ("json", _Terminal, False), ("text", io.StringIO, True)])
+def test_text_logs_on_a_terminal_json_lines_otherwise(choice: str, stream: type[io.StringIO], text: bool) -> None:
+    out = stream()
+    try:
+        setup_logging("INFO", choice, out)
+        logging.getLogger("wlmap.access").info("request", extra={"fields": {"route": "/interpret", "status": 200}})
+    finally:
+        setup_logging("INFO")
+    line = out.getvalue().strip()
+    if text:
+        assert line.endswith("INFO    wlmap.access  request route=/interpret status=200"), line
+    else:
+        assert json.loads(line) | {"ts": 0} == {"ts": 0, "level": "info", "logger": "wlmap.access",
+                                                "route": "/interpret", "status": 200}
+
+
+def test_serve_says_where_it_listens_once_it_does() -> None:
+    s = Server()  # not a terminal: JSON lines
+    try:
+        lines = [json.loads(x) for x in s.output().splitlines() if x.startswith("{")]
+        said = [x for x in lines if "ui" in x]
+        assert [x["ui"] for x in said] == [f"{s.url}/ui/"], lines
+        assert said[0]["msg"].startswith(f"serving on {s.url}: the UI at {s.url}/ui/")
+        for key in ("ui", "docs", "openapi"):
+            assert httpx.get(said[0][key], timeout=10).status_code == 200, key
+    finally:
+        s.stop()
+
+
+def test_several_workers_say_it_once_in_text() -> None:
+    s = Server("--workers", "2", "--log-format", "text")
+    try:
+        deadline = time.monotonic() + 10
+        while "serving on http" not in (out := s.output()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        said = [x for x in out.splitlines() if "serving on http" in x]
+        assert len(said) == 1 and said[0].endswith(f"INFO    wlmap  serving on {s.url}: the UI at {s.url}/ui/, "
+                                                   f"API docs at {s.url}/docs, OpenAPI at {s.url}/openapi.json"), out
+        assert not any(x.startswith("{") for x in out.splitlines()), out
+    finally:
+        s.stop()
+
+
+def test_on_a_terminal_serve_writes_text() -> None:
+    """stderr a TTY (a person ran `make serve`): text lines, the URLs among them."""
+    import pty
+    import select
+
+    from .conftest import free_port
+
+    port, (master, slave) = free_port(), pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WLMAP_")}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "wlmap"), "serve", "--port", str(port)],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + 30
+    try:
+        while b"OpenAPI at" not in out and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                out += os.read(master, 65536)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        os.close(master)
+    text = out.decode()
+    assert f"INFO    wlmap  serving on http://127.0.0.1:{port}: the UI at http://127.0.0.1:{port}/ui/" in text, text
+    assert "{" not in text, text
