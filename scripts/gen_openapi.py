@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from generated import write_or_check  # scripts/generated.py
+
 from app.service.app import create_app
 from app.service.settings import Settings
 
@@ -17,18 +19,5 @@ def render() -> str:
     return json.dumps(app.openapi(), indent=2, sort_keys=False) + "\n"
 
 
-def main() -> int:
-    text = render()
-    if "--check" in sys.argv:
-        if not TARGET.exists() or TARGET.read_text() != text:
-            print(f"{TARGET} is stale: run python scripts/gen_openapi.py", file=sys.stderr)
-            return 1
-        print(f"{TARGET} is current")
-        return 0
-    TARGET.write_text(text)
-    print(f"wrote {TARGET}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_or_check(TARGET, render, "scripts/gen_openapi.py"))

@@ -268,7 +268,7 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--definition", action="append", default=[], metavar="FILE_OR_DIR",
                         help="extra definitions, taking precedence over built-in ones for the same root GVK "
                              "(repeatable)")
-    from ..service.settings import add_resource_arguments, add_serve_arguments
+    from ..service.flags import add_resource_arguments, add_serve_arguments
 
     add_resource_arguments(common)
     # How to reach a cluster: kubectl's flags on top of the kubeconfig (get, describe, definitions list).
@@ -408,7 +408,7 @@ def _joined(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(_joined(sys.argv[1:] if argv is None else argv))
-    from ..service.settings import configure_resources
+    from ..service.flags import configure_resources
 
     try:
         configure_resources(args)  # the same accelerator rules for offline, live and served answers

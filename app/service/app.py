@@ -46,7 +46,7 @@ from ..store.errors import store_unavailable
 from ..ui import mount_ui
 from . import actions, fleet_reads, metrics, streams
 from .auth import Authorizer
-from .cluster import Cluster, cluster_specs
+from .cluster import Cluster
 from .evaluator import (
     EvaluationBusy,
     EvaluationCrashed,
@@ -175,11 +175,9 @@ class Service:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        home, others = cluster_specs(settings)  # SpecError: a --cluster that cannot work
+        home, others = settings.check().cluster_specs()  # ValueError: settings that cannot work together
         self.cluster_wanted = home is not None or bool(others)
         self.fleet_mode = fleet_mode(settings)  # rows, interpretations and metrics name their cluster
-        if auth_mode(settings) == "kubernetes" and home is None:
-            raise ValueError("--auth kubernetes needs cluster access: give --kubeconfig, or run in a pod")
         self.store = DefinitionStore(settings.definitions, Cluster.source_keys(settings) if home is not None else None)
         self.cluster: Cluster | None = None
         # every read of cluster data is made with the caller's rights, asked here (auth.py)

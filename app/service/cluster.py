@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..cluster.access import Access
 from ..cluster.informer import cancel_all
 from ..cluster.karta_status import KartaStatusManager
-from ..cluster.kube import Kube, in_cluster, kubeconfig_namespace, pod_namespace
+from ..cluster.kube import Kube, kubeconfig_namespace, pod_namespace
 from ..cluster.sources import ConfigMapSource, KartaSource, WatchedSource
 from ..cluster.workloads import Interpret, Workloads
 from ..fleet import specs
@@ -25,7 +25,7 @@ from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.store import DefinitionStore
 from ..model.live import LiveModel
-from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
+from .settings import Settings, auth_mode, fleet_mode
 
 if TYPE_CHECKING:
     from .sharing import Sharing
@@ -36,29 +36,6 @@ log = logging.getLogger("wlmap.cluster")
 def service_namespace(s: Settings) -> str:
     """--namespace, else the pod's, else the kubeconfig context's, else `default`."""
     return s.namespace or pod_namespace() or kubeconfig_namespace(s.kubeconfig) or "default"
-
-
-def cluster_specs(s: Settings) -> tuple[specs.ClusterSpec | None, list[specs.ClusterSpec]]:
-    """The home cluster's spec (None: no home) and the other clusters given by flags, checked
-    before the service starts (a bad --cluster is an error at once, not a member that never works)."""
-    home = specs.home(s.cluster_name, s.kubeconfig, in_cluster()) if cluster_enabled(s) else None
-    others: list[specs.ClusterSpec] = []
-    if s.kubeconfig_contexts == "all":
-        _, current = specs.contexts(s.kubeconfig)
-        for spec in specs.from_contexts(s.kubeconfig):
-            if home is not None and spec.context == current and (s.kubeconfig or not in_cluster()):
-                continue  # the home cluster already is this context
-            others.append(spec)
-    others += [specs.from_flag(v) for v in s.clusters]
-    names = [x.name for x in ([home] if home else []) + others]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise specs.SpecError(f"cluster {dup[0]!r} is registered twice (names must be unique; rename with "
-                              "NAME= or --cluster-name)")
-    if (s.cluster_secrets or s.cluster_secret_names) and home is None:
-        raise specs.SpecError("--cluster-secrets needs a home cluster to watch Secrets in: give --kubeconfig, "
-                              "or run in a pod")
-    return home, others
 
 
 class Cluster:
@@ -124,7 +101,7 @@ class Cluster:
 
     @classmethod
     async def connect(cls, store: DefinitionStore, settings: Settings, interpret: Interpret) -> Cluster:
-        home, others = cluster_specs(settings)
+        home, others = settings.cluster_specs()  # computed once, when the settings were checked
         kube = await Kube.connect(settings.kubeconfig) if home is not None else None
         return cls(kube, store, settings, interpret, home, others)
 

@@ -1,4 +1,4 @@
-"""ASGI middleware: request body limit (413 problem), and one JSON log line + latency metric
+"""ASGI middleware: request body limit (413 problem), and one log line + latency metric
 per request (route template, status, duration, definition, phase); with --auth kubernetes, one
 audit line (`wlmap.audit`) per request that read cluster data: who, what, where, the decision."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from typing import Any
 
@@ -27,27 +26,6 @@ def _audit(scope: dict[str, Any], status: int) -> None:
         audit_log.info("audit", extra={"fields": {"route": getattr(route, "path", None) or "unmatched",
                                                   "method": scope.get("method"), "path": scope.get("path"),
                                                   "status": status, **fields}})
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname.lower(),
-                                 "logger": record.name}
-        fields = getattr(record, "fields", None)
-        if fields:
-            entry.update(fields)
-        else:
-            entry["msg"] = record.getMessage()
-        return orjson.dumps(entry).decode()
-
-
-def setup_logging(level: str = "INFO") -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("wlmap")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
 
 
 # After a 413 the rest of the body is read and discarded before the connection is closed

@@ -66,7 +66,7 @@ class Sharing:
         if self.role in ("shard", "all"):
             from ..store.claims import Claims
 
-            assert self.home is not None  # check_roles: shards need a home cluster for their Leases
+            assert self.home is not None  # Settings.check: shards need a home cluster for their Leases
             claims = Claims(self.home, self.namespace, group=claims_group(self.settings.store))
             self.shard = Shard(fleet, self.redis, claims, self.registry, self.interpret,
                                buckets=self.settings.shard_buckets, maxlen=self.settings.store_stream_length,

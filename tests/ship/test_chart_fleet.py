@@ -23,12 +23,8 @@ import yaml
 from app.cli.main import cmd_serve
 from app.cli.main import parser as cli_parser
 from app.fleet import specs
-from app.service.settings import (
-    Settings,
-    add_serve_arguments,
-    fleet_mode,
-    settings_from_args,
-)
+from app.service.flags import add_serve_arguments, settings_from_args
+from app.service.settings import Settings, fleet_mode
 
 from ..cluster.apiserver import TOKENS, ApiServer
 from ..cluster.kubeobjects import Kubectl
@@ -187,8 +183,7 @@ def test_named_cluster_secrets_are_exactly_the_role_resource_names_and_the_flags
                               "verbs": SECRET_VERBS}]
     env = fleet_env(objs)
     assert env == {"WLMAP_CLUSTER_SECRETS": "true", "WLMAP_CLUSTER_SECRET": ",".join(names)}
-    s, args = serve_args(objs)
-    assert args.cluster_secret_names == names  # --cluster-secret NAME, each
+    s, _ = serve_args(objs)
     assert (s.cluster_secrets, s.cluster_secret_names) == (True, names)
     assert s.to_env()["WLMAP_CLUSTER_SECRET"] == ",".join(names)  # handed on to the workers unchanged
     assert bare_serve_parse(objs).cluster_secret_names == names
@@ -214,8 +209,8 @@ def test_cluster_secrets_may_skip_tls_verification_only_when_allowed() -> None:
     assert serve_args(objs)[0].cluster_secret_allow_insecure is False
     objs = objects(render({"clusters": {"secrets": {"enabled": True, "allowInsecure": True}}}))
     assert fleet_env(objs)["WLMAP_CLUSTER_SECRET_ALLOW_INSECURE"] == "true"
-    s, args = serve_args(objs)
-    assert args.cluster_secret_allow_insecure is True and s.cluster_secret_allow_insecure is True
+    s, _ = serve_args(objs)
+    assert s.cluster_secret_allow_insecure is True
     assert s.to_env()["WLMAP_CLUSTER_SECRET_ALLOW_INSECURE"] == "true"  # handed on to the workers
     assert bare_serve_parse(objs).cluster_secret_allow_insecure is True
     # only with the Secrets themselves
@@ -249,9 +244,8 @@ def test_extra_clusters_mount_their_kubeconfig_secrets(tmp_path: Path) -> None:
                                          "items": [{"key": "kubeconfig", "path": "kubeconfig"}]}},
         {"name": "cluster-1", "secret": {"secretName": "gpu-b", "items": [{"key": "config", "path": "kubeconfig"}]}}]
 
-    s, args = serve_args(objs)
-    assert args.clusters == s.clusters == [f"gpu-a={MOUNTS}/gpu-a/kubeconfig#wlmap@gpu-a",
-                                           f"gpu-b.lab={MOUNTS}/gpu-b.lab/kubeconfig"]
+    s, _ = serve_args(objs)
+    assert s.clusters == [f"gpu-a={MOUNTS}/gpu-a/kubeconfig#wlmap@gpu-a", f"gpu-b.lab={MOUNTS}/gpu-b.lab/kubeconfig"]
     assert (s.cluster_name, s.cluster_probe_interval) == ("hub", 2.5) and fleet_mode(s)
 
     # every --cluster file is the kubeconfig key of the Secret mounted at its directory: lay the

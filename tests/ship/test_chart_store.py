@@ -3,7 +3,7 @@ store.bundled (the release's own Redis) it runs shards (a StatefulSet, `--role s
 replicas (a Deployment behind the Service, `--role api`).  Rendered by the real Helm engine, linted
 strictly, applied to a real kube-apiserver, its RBAC asked of that server (SubjectAccessReview and
 the service accounts' own tokens), and the containers' command lines parsed by the real `wlmap
-serve` parser into Settings that check_roles accepts.  Without a store the chart renders, text for
+serve` parser into Settings that Settings.check accepts.  Without a store the chart renders, text for
 text, what it rendered before the layout existed."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pytest
 from app.cli.main import cmd_serve
 from app.cli.main import parser as cli_parser
 from app.service import settings as settings_mod
-from app.service.settings import Settings, check_roles, settings_from_args
+from app.service.flags import settings_from_args
+from app.service.settings import Settings
 
 from ..cluster.apiserver import TOKENS, ApiServer
 from ..cluster.kubeobjects import Kubectl
@@ -107,12 +108,12 @@ def serve_settings(c: dict[str, Any], secrets: dict[str, str] | None = None) -> 
 
 
 def in_a_pod(s: Settings) -> None:
-    """check_roles as in a pod: there the service account token makes the home cluster (which a
+    """Settings.check as in a pod: there the service account token makes the home cluster (which a
     test process, holding no /var/run/secrets token, cannot be)."""
     mp = pytest.MonkeyPatch()
     try:
         mp.setattr(settings_mod, "in_cluster", lambda: True)
-        check_roles(s)
+        s.check()
     finally:
         mp.undo()
 
@@ -194,7 +195,7 @@ def test_schema_rejects_bad_store_values(bad: dict[str, Any]) -> None:
 
 
 def test_a_store_needs_the_live_model() -> None:
-    """--store with --cache false is what check_roles refuses: the chart fails the render first."""
+    """--store with --cache false is what Settings.check refuses: the chart fails the render first."""
     with pytest.raises(helm_python.HelmError, match="config.cache false"):
         render({"store": {"bundled": True}, "config": {"cache": False}})
 
@@ -333,7 +334,7 @@ def test_bundled_redis_with_a_password_and_persistence() -> None:
 
 def test_the_roles_command_lines_are_what_serve_takes() -> None:
     """Each role's args and environment, through the real `wlmap serve` parser, give the role,
-    store, buckets, stream length and password the values say, and check_roles accepts them."""
+    store, buckets, stream length and password the values say, and Settings.check accepts them."""
     objs = objects(render(STORE_URL))
     secrets = {"valkey-auth/pw": "s3cret"}
     shard = serve_settings(workload(objs, "StatefulSet", SHARDS), secrets)
