@@ -16,11 +16,12 @@ $(STAMP): pyproject.toml
 # gojq (the upstream jq engine) is the oracle of the differential tests; wrk drives the soak;
 # Chromium (driven by Playwright, no browser download) renders the web UI tests; promtool (from Debian's
 # prometheus package) evaluates the queries of the Grafana dashboard; redis-server is the real store of the
-# sharded-mode tests (--store).
+# sharded-mode tests (--store); zsh and fish run the shell-completion tests.
 tools:
 	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
-	  command -v promtool >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium redis-server >/dev/null && \
+	  command -v promtool >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 && \
+	  command -v zsh >/dev/null 2>&1 && command -v fish >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium redis-server zsh fish >/dev/null && \
 	    apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # A real kube-apiserver + etcd for the cluster tests, built once from Debian's packages and
