@@ -33,7 +33,7 @@ serve: $(STAMP)
 	$(VENV)/bin/wlmap serve
 
 test: $(STAMP) tools kube
-	WLMAP_REQUIRE_KUBE=1 $(PY) -m pytest -q
+	WLMAP_REQUIRE_KUBE=1 WLMAP_REQUIRE_IMAGE=1 $(PY) -m pytest -q
 
 bench: $(STAMP) tools
 	$(PY) benchmarks/engine_bench.py
