@@ -387,8 +387,8 @@ def test_validate_warnings_go_to_stderr(capsys):
 
 # -- the installed entry point ---------------------------------------------------------------------
 
-@pytest.mark.skipif(not WLMAP.exists(), reason="wlmap entry point not installed in this interpreter's environment")
 def test_installed_wlmap_interprets_an_example(tmp_path):
+    assert WLMAP.exists(), f"{WLMAP}: the entry point `pip install -e '.[test]'` installs"
     f = write(tmp_path / "w.yaml", BT1, BT2)
     r = subprocess.run([str(WLMAP), "interpret", f, "--definition", str(EXAMPLES / "batchtask.karta.yaml"), "-o", "json"],
                        capture_output=True, text=True, timeout=120)
@@ -396,8 +396,8 @@ def test_installed_wlmap_interprets_an_example(tmp_path):
     assert [d["status"]["matched"] for d in json.loads(r.stdout)] == [["Running"], ["Initializing"]]
 
 
-@pytest.mark.skipif(not WLMAP.exists(), reason="wlmap entry point not installed in this interpreter's environment")
 def test_installed_wlmap_validate_exit_codes(tmp_path):
+    assert WLMAP.exists(), f"{WLMAP}: the entry point `pip install -e '.[test]'` installs"
     ok = subprocess.run([str(WLMAP), "definitions", "validate", str(EXAMPLES / "batchtask.karta.yaml")],
                         capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and ok.stdout.startswith("OK: ")
