@@ -16,12 +16,14 @@ $(STAMP): pyproject.toml
 # gojq (the upstream jq engine) is the oracle of the differential tests; wrk drives the soak;
 # Chromium (driven by Playwright, no browser download) renders the web UI tests; promtool (from Debian's
 # prometheus package) evaluates the queries of the Grafana dashboard; redis-server is the real store of the
-# sharded-mode tests (--store); jq and curl run the commands the docs show (tests/test_docs.py).
+# sharded-mode tests (--store); jq and curl run the commands the docs show (tests/test_docs.py); zsh and fish
+# run the shell-completion tests.
 tools:
 	@command -v gojq >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && \
 	  command -v promtool >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 && \
-	  command -v jq >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium redis-server jq curl >/dev/null && \
+	  command -v jq >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && \
+	  command -v zsh >/dev/null 2>&1 && command -v fish >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq gojq wrk chromium redis-server jq curl zsh fish >/dev/null && \
 	    apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 
 # A real kube-apiserver + etcd for the cluster tests, built once from Debian's packages and
@@ -33,7 +35,7 @@ serve: $(STAMP)
 	$(VENV)/bin/wlmap serve
 
 test: $(STAMP) tools kube
-	WLMAP_REQUIRE_KUBE=1 $(PY) -m pytest -q
+	WLMAP_REQUIRE_KUBE=1 WLMAP_REQUIRE_IMAGE=1 $(PY) -m pytest -q
 
 bench: $(STAMP) tools
 	$(PY) benchmarks/engine_bench.py

@@ -5,7 +5,9 @@
    latency percentiles (target >= 1,500 req/s, p99 < 20 ms on 2 cores);
 3. POST /interpret/batch with 100 workloads per request: workloads/s;
 4. engine throughput in-process next to gojq (Debian's gojq, the upstream engine) evaluating
-   the same definition's expressions over the same manifests (target >= 1x gojq).
+   the same definition's expressions over the same manifests (target >= 1x gojq);
+5. POST /interpret latency while another request's inline definition runs away until the
+   evaluation deadline cuts it (target: median < 200 ms).
 
     python benchmarks/http_bench.py [--duration 10] [--connections 4 16 64] [--workers 2]
 
@@ -25,11 +27,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import httpx
+import yaml
 
 from app.engine.compiled import expression_texts
 from app.engine.interpret import interpret
@@ -38,6 +43,7 @@ from app.karta.registry import Registry
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "data" / "jobset-16k.json"
+BATCHTASK = HERE.parent / "examples" / "definitions" / "acme.example.com" / "BatchTask" / "v1"
 
 
 def free_port() -> int:
@@ -231,10 +237,49 @@ def main() -> None:
     print("-- server with --jq-result-cache true: the unchanged manifest reuses jq results (a scheduler's "
           "repeated placement rounds)")
     run("--jq-result-cache", "true")
+    proc, url, _ = start_server(args.workers, "--eval-deadline", "2")
+    try:
+        lat, status, cut = latency_during_a_hang(url, body)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    ms = sorted(x * 1000 for x in lat)
+    p50 = statistics.median(ms)
+    print(f"an inline definition that runs away: answered {status} after {cut:.2f} s (deadline 2 s, target < 4 s): "
+          f"{'MET' if cut < 4 else 'NOT MET'}; POST /interpret meanwhile: {len(ms)} requests, p50 {p50:.1f} ms, "
+          f"p90 {ms[int(len(ms) * 0.9)]:.1f} ms, max {ms[-1]:.1f} ms (target p50 < 200 ms): "
+          f"{'MET' if p50 < 200 else 'NOT MET'}")
     ours, warm, theirs = engine_vs_gojq(obj, args.engine_n)
     print(f"engine, in-process: {ours:.0f} workloads/s cold, {warm:.0f} workloads/s for an unchanged object "
           f"(jq results reused); gojq 0.12.11, same expressions, same manifests: {theirs:.0f} workloads/s; "
           f"ratio cold {ours / theirs:.2f}x, unchanged {warm / theirs:.2f}x (target >= 1x)")
+
+
+def latency_during_a_hang(url: str, body: str) -> tuple[list[float], int, float]:
+    """Seconds per POST /interpret of the manifest, one after another, while one inline definition
+    evaluates `def f: f; f` until the server's deadline; the status the runaway got, and after
+    how many seconds."""
+    karta = yaml.safe_load((BATCHTASK / "definition.yaml").read_text())
+    karta["spec"]["structureDefinition"]["rootComponent"]["scaleDefinition"]["replicasPath"] = "def f: f; f"
+    runaway = {"object": yaml.safe_load((BATCHTASK / "testdata" / "running.yaml").read_text()), "definition": karta}
+    done, status = threading.Event(), []
+
+    def hang() -> None:
+        s = time.perf_counter()
+        status.append(httpx.post(url + "/interpret", json=runaway, timeout=60).status_code)
+        status.append(time.perf_counter() - s)
+        done.set()
+
+    threading.Thread(target=hang, daemon=True).start()
+    time.sleep(0.1)
+    latencies = []
+    with httpx.Client(base_url=url, timeout=30) as c:
+        while not done.is_set():
+            s = time.perf_counter()
+            assert c.post("/interpret", content=body, headers={"content-type": "application/json"}).status_code == 200
+            latencies.append(time.perf_counter() - s)
+    done.wait()
+    return latencies, status[0], status[1]
 
 
 def run_server(args: argparse.Namespace, obj: dict, body: str, *extra: str, checkout: Path = ROOT,

@@ -140,8 +140,7 @@ def test_pods_interpret_the_same_without_their_projection(objs: list[Any], pods:
     interpretations, with pods, as from whole pods."""
     for obj in objs:
         d = _REGISTRY.resolve_object(obj)
-        if d is None:
-            continue
+        assert d is not None, (obj.get("apiVersion"), obj.get("kind"))
         projected_cd = compiled_mod.compiled(d)
         assert projected_cd.pod_projection is not True, d.name
 

@@ -22,11 +22,9 @@ import pytest
 from ..cluster.fixtures import SERVICE_NS
 from ..cluster.test_workloads import _jobset_with_pods
 from ..service.conftest import Server
+from ..ui.browser import expect
 from ..ui.relay import Relay
 from .conftest import NS, Fleet, settled, wait_synced
-
-pytest.importorskip("playwright")
-from playwright.sync_api import expect
 
 # browser, new_page, page, shots, timings: suite-wide fixtures (tests/ui/browser.py)
 

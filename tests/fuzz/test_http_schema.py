@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ from tests.fuzz.test_engine_properties import (
     pods_lists,
     workloads,
 )
+from tests.properties import at_least
 from tests.service.conftest import Server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,22 +325,32 @@ def test_mutated_manifests_over_http(client: httpx.Client, data: st.DataObject) 
     check_answer(r.status_code, r.headers.get("content-type", ""), r.content, model)
 
 
-@settings(max_examples=examples(40), **SETTINGS)
-@given(data=st.data())
-def test_mutated_inline_definitions_over_http(client: httpx.Client, data: st.DataObject) -> None:
+def test_mutated_inline_definitions_over_http(client: httpx.Client) -> None:
     """Inline definitions run in the supervised workers: a mutated one (random jq) must give a
-    422 or a contract answer, never a 5xx; validation must agree with interpretation."""
-    kind = data.draw(st.sampled_from(KINDS), label="kind")
-    karta = data.draw(_mutated_of(kind), label="definition")
-    obj = data.draw(workloads(kind), label="manifest")
-    r = client.post("/interpret", json={"object": obj, "definition": karta})
-    check_answer(r.status_code, r.headers.get("content-type", ""), r.content, Interpretation)
-    v = client.post("/definitions/validate", json=karta)
-    report = check_answer(v.status_code, v.headers.get("content-type", ""), v.content, ValidationResponse)
-    if r.status_code == 200:
-        assert report.items[0].valid
-    if not report.items[0].valid:
-        assert r.status_code == 422 and "invalid-definition" in r.text, r.text[:300]
+    422 or a contract answer, never a 5xx; validation must agree with interpretation (both sides
+    of that agreement met in some of the examples)."""
+    seen: Counter[str] = Counter()
+
+    @settings(max_examples=examples(40), **SETTINGS)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(KINDS), label="kind")
+        karta = data.draw(_mutated_of(kind), label="definition")
+        obj = data.draw(workloads(kind), label="manifest")
+        r = client.post("/interpret", json={"object": obj, "definition": karta})
+        check_answer(r.status_code, r.headers.get("content-type", ""), r.content, Interpretation)
+        v = client.post("/definitions/validate", json=karta)
+        report = check_answer(v.status_code, v.headers.get("content-type", ""), v.content, ValidationResponse)
+        seen["examples"] += 1
+        if r.status_code == 200:
+            seen["answered"] += 1
+            assert report.items[0].valid
+        if not report.items[0].valid:
+            seen["invalid"] += 1
+            assert r.status_code == 422 and "invalid-definition" in r.text, r.text[:300]
+
+    check()
+    at_least(seen, answered=0.5, invalid=0.02)  # 38 and 1 of the 40 (derandomized) examples
 
 
 @settings(max_examples=examples(60), **SETTINGS)

@@ -43,14 +43,12 @@ def test_the_product_runaway_is_in_the_native_subset() -> None:
 
 @pytest.mark.parametrize("expr", RUNAWAYS)
 def test_runaway_expression_is_cut_and_named(client: httpx.Client, expr: str):
-    started = time.monotonic()
+    """Cut: the deadline's own problem (how soon: benchmarks/http_bench.py, "runs away")."""
     r = client.post("/interpret", json={"object": TASK, "definition": hostile(expr)})
-    elapsed = time.monotonic() - started
     body = problem(r, 422)
     assert body["type"].endswith("evaluation-deadline-exceeded")
     assert body["errors"][0]["expression"] == expr
     assert body["errors"][0]["path"] == "spec.structureDefinition.rootComponent.scaleDefinition.replicasPath"
-    assert elapsed < 5, elapsed  # deadline 1 s in this server + replacement
 
 
 def test_catastrophic_regex_fails_cleanly_within_the_deadline(client: httpx.Client):
@@ -82,16 +80,15 @@ def test_other_requests_keep_flowing_during_a_hang(server: Server):
     t = threading.Thread(target=hang)
     t.start()
     time.sleep(0.1)
-    latencies = []
+    answered = 0
     with httpx.Client(base_url=server.url, timeout=30) as c:
         while not hang_done.is_set():
-            s = time.monotonic()
             assert c.post("/interpret", json=TASK).status_code == 200  # built-in-free path: directory definition
-            latencies.append(time.monotonic() - s)
+            answered += 1
     t.join()
     assert result["hang"].status_code == 422
-    assert len(latencies) >= 5
-    assert sorted(latencies)[len(latencies) // 2] < 0.2, latencies
+    # served beside it, not queued behind it (their latency: benchmarks/http_bench.py, "runs away")
+    assert answered >= 5, answered
 
 
 def test_environment_never_leaks(client: httpx.Client):

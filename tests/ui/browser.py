@@ -13,9 +13,11 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+
+from tests.required import CI, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS_SHOTS = ROOT / "docs" / "screenshots"
@@ -27,11 +29,9 @@ VIEWPORT = {"width": 1440, "height": 900}
 _shots_dir: list[Path] = []
 
 
-def _missing(reason: str) -> None:
+def _missing(reason: str) -> NoReturn:
     # `make test` (CI) sets WLMAP_REQUIRE_KUBE=1: there a missing browser is a failure, not a skip.
-    if os.environ.get("WLMAP_REQUIRE_BROWSER") == "1" or os.environ.get("WLMAP_REQUIRE_KUBE") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    missing(reason, "WLMAP_REQUIRE_BROWSER", CI)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,20 @@ def browser() -> Iterator[Any]:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+# The test modules import Playwright's names from here, where they are looked up on first use: a
+# module imports without Playwright, and the browser fixture alone decides what its absence means.
+def expect(*args: Any, **kwargs: Any) -> Any:
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(*args, **kwargs)
+
+
+def timeout_error() -> type[Exception]:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    return PlaywrightTimeout
 
 
 class Page:

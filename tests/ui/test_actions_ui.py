@@ -13,9 +13,7 @@ from ..cluster.apiserver import TOKENS
 from ..cluster.kubeobjects import Kubectl, reader_rbac
 from ..cluster.util import fixture_object
 from ..service.conftest import Server
-
-pytest.importorskip("playwright")
-from playwright.sync_api import expect
+from .browser import expect
 
 NS = "ui-actions"
 JOBSET = "definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml"

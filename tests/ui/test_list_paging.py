@@ -20,10 +20,7 @@ import yaml
 from ..cluster.kubeobjects import Kubectl, pod, running, unschedulable
 from ..cluster.util import ROOT, eventually
 from ..service.conftest import Server
-
-pytest.importorskip("playwright")
-from playwright.sync_api import TimeoutError as PageTimeout
-from playwright.sync_api import expect
+from .browser import expect, timeout_error
 
 NS = "ui-paging"
 # name: (gpus, labels, running?) -- bare Pods; two GPU counts tie (ties go by namespace/name)
@@ -109,7 +106,7 @@ def rows(page: Any) -> list[str]:
 def shows(page: Any, expected: list[str]) -> None:
     try:
         _shows(page, expected)
-    except PageTimeout:
+    except timeout_error():
         raise AssertionError(f"the page shows {rows(page)}, not {expected}") from None
 
 

@@ -19,11 +19,9 @@ from ..cluster.kubeobjects import Kubectl, pod, running
 from ..cluster.test_workloads import _jobset_with_pods
 from ..cluster.util import fixture_object
 from ..service.conftest import Server
+from .browser import expect
 from .relay import Relay
 from .world import _not_ready, _pytorchjob
-
-pytest.importorskip("playwright")
-from playwright.sync_api import expect
 
 NS = "ui-live"
 BOUND_MS = 2000  # a change must be on screen within this, without a click

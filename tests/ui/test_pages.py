@@ -14,10 +14,8 @@ import pytest
 from ..cluster.kubeobjects import Kubectl
 from ..cluster.util import fixture_object
 from ..service.conftest import Server
+from .browser import expect
 from .world import BIG_WORKERS, NS
-
-pytest.importorskip("playwright")
-from playwright.sync_api import expect
 
 JOBSET_DEF = "jobset-x-k8s-io-jobset-v1alpha2"
 EXPECTED = {  # name: (kind, phase, ready, gpus) as the list must show them
