@@ -19,8 +19,6 @@ import asyncio
 from typing import Any
 
 import orjson
-from fastapi import Request
-from starlette.responses import Response
 
 from ..cluster.kube import Resource
 from ..cluster.reader import Allow, LookupFailed
@@ -159,40 +157,3 @@ async def authorize_apply(service: Any, state: dict[str, Any], ref: dict[str, An
                            f"{ref['kind']} ({ref['apiVersion']}) is not served by this cluster")
     await service.auth.require_patch(state, member, res, ns if res.namespaced else None, ref["name"])
     return member, res
-
-
-ROUTE_DOC = """Applies the workload's definition's `suspendDefinition` ({which}Actions: each `(path) =
-    value` in order, on the object as the API server holds it) as one JSON patch guarded by its
-    resourceVersion, and answers the live interpretation read after it (`action.changed`: false
-    when there was nothing to change).  Only with `--actions true` (else 403 `actions-disabled`).
-    The caller needs `patch` on the workload (asked before it is read) and `get` on it; `kind` /
-    `apiVersion` as GET /workloads/{{namespace}}/{{name}} takes them.  409 `conflict`: the object
-    changed between the read and the patch, nothing was written.  422 `no-suspend-definition`:
-    the definition has none."""
-
-
-def add_routes(app: Any, service: Any, which: str, model: Any, problems: dict[int, Any]) -> None:
-    """POST /workloads/{ns}/{name}/<which> and its /clusters/{cluster}/... twin."""
-    async def act(request: Request, cluster: str | None, namespace: str, name: str, kind: str | None,
-                  api_version: str | None, pods: bool) -> Response:
-        body = await suspend_or_resume(service, request.scope["state"], which, cluster, namespace, name, kind,
-                                       api_version, pods)
-        return Response(body, media_type="application/json")
-
-    async def one(namespace: str, name: str, request: Request, kind: str | None = None,
-                  apiVersion: str | None = None, pods: bool = True, cluster: str | None = None) -> Response:
-        return await act(request, cluster, namespace, name, kind, apiVersion, pods)
-
-    async def in_cluster(cluster: str, namespace: str, name: str, request: Request, kind: str | None = None,
-                         apiVersion: str | None = None, pods: bool = True) -> Response:
-        return await act(request, cluster, namespace, name, kind, apiVersion, pods)
-
-    doc = ROUTE_DOC.format(which=which)
-    app.add_api_route(f"/workloads/{{namespace}}/{{name}}/{which}", one, methods=["POST"],
-                      operation_id=f"{which}Workload", response_model=model, responses=problems, tags=["workloads"],
-                      summary=f"{which.capitalize()} a workload through its definition (--actions true)",
-                      description=doc)
-    app.add_api_route(f"/clusters/{{cluster}}/workloads/{{namespace}}/{{name}}/{which}", in_cluster,
-                      methods=["POST"], operation_id=f"{which}ClusterWorkload", response_model=model,
-                      responses=problems, tags=["clusters"],
-                      summary=f"{which.capitalize()} a workload of one cluster (--actions true)", description=doc)

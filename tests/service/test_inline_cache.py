@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from app.karta.load import Definition
-from app.service.app import Service
+from app.service.service import Service
 from app.service.problems import ProblemError
 from app.service.settings import Settings
 
