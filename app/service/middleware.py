@@ -67,8 +67,9 @@ DRAIN_BYTES = 16 * 1024 * 1024  # at least; 4 x --max-body-bytes if that is more
 DRAIN_SECONDS = 5.0
 
 
-# Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none).
-PUBLIC = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
+# Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none);
+# `/` only redirects to the web UI.
+PUBLIC = ("/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
 
 
 def _unencodable_json(scope: dict[str, Any], body: bytes) -> ProblemError | None:
