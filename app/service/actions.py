@@ -16,11 +16,9 @@ The audit line of the request lists the `patch` check with the caller's name.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from fastapi import Request
-from starlette.responses import Response
 
 from ..cluster.kube import Resource
 from ..cluster.reader import Allow, LookupFailed
@@ -33,16 +31,19 @@ from . import fleet_reads
 from .auth import may_not_patch
 from .problems import ProblemError
 
+if TYPE_CHECKING:  # the service calls these: a type only
+    from .service import Service
+
 OFF = "actions are off (--actions): this service does not write to workloads"
 
 
-def need_actions(service: Any) -> None:
+def need_actions(service: Service) -> None:
     """403 unless the service was started with --actions true."""
     if not service.settings.actions:
         raise ProblemError(403, "actions-disabled", "Actions are disabled", OFF)
 
 
-def direct(service: Any, member: Member) -> Workloads:
+def direct(service: Service, member: Member) -> Workloads:
     """The member's API-server reader (writes read what is stored, not the model's projection)."""
     reader = service.reader(member, whole=True)
     assert isinstance(reader, Workloads)
@@ -71,7 +72,7 @@ async def patch_object(member: Member, res: Resource, namespace: str | None, nam
         raise write_problem(e) from None
 
 
-async def _member(service: Any, state: dict[str, Any], cluster: str | None, namespace: str, name: str,
+async def _member(service: Service, state: dict[str, Any], cluster: str | None, namespace: str, name: str,
                   kind: str | None, api_version: str | None) -> Member:
     if cluster is None and service.fleet_mode:  # the one cluster holding it, as GET finds it
         return await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, api_version,
@@ -99,7 +100,7 @@ def _may_not_patch(kinds: list[Resource], namespace: str, kind: str | None) -> P
                                                        f"{' named ' + repr(kind) if kind else ''} in namespace {namespace}")
 
 
-async def suspend_or_resume(service: Any, state: dict[str, Any], which: str, cluster: str | None, namespace: str,
+async def suspend_or_resume(service: Service, state: dict[str, Any], which: str, cluster: str | None, namespace: str,
                             name: str, kind: str | None, api_version: str | None, pods: bool) -> bytes:
     """POST .../workloads/{ns}/{name}/suspend|resume: the definition's actions, as one guarded
     patch; the live interpretation read after it."""
@@ -143,7 +144,7 @@ async def suspend_or_resume(service: Any, state: dict[str, Any], which: str, clu
     return orjson.dumps(out)
 
 
-async def authorize_apply(service: Any, state: dict[str, Any], ref: dict[str, Any]) -> tuple[Member, Resource]:
+async def authorize_apply(service: Service, state: dict[str, Any], ref: dict[str, Any]) -> tuple[Member, Resource]:
     """`/interpret/update?apply=true`: the cluster and kind of the ref, and the caller's `patch`
     right there, asked before the object is read."""
     need_actions(service)
@@ -159,40 +160,3 @@ async def authorize_apply(service: Any, state: dict[str, Any], ref: dict[str, An
                            f"{ref['kind']} ({ref['apiVersion']}) is not served by this cluster")
     await service.auth.require_patch(state, member, res, ns if res.namespaced else None, ref["name"])
     return member, res
-
-
-ROUTE_DOC = """Applies the workload's definition's `suspendDefinition` ({which}Actions: each `(path) =
-    value` in order, on the object as the API server holds it) as one JSON patch guarded by its
-    resourceVersion, and answers the live interpretation read after it (`action.changed`: false
-    when there was nothing to change).  Only with `--actions true` (else 403 `actions-disabled`).
-    The caller needs `patch` on the workload (asked before it is read) and `get` on it; `kind` /
-    `apiVersion` as GET /workloads/{{namespace}}/{{name}} takes them.  409 `conflict`: the object
-    changed between the read and the patch, nothing was written.  422 `no-suspend-definition`:
-    the definition has none."""
-
-
-def add_routes(app: Any, service: Any, which: str, model: Any, problems: dict[int, Any]) -> None:
-    """POST /workloads/{ns}/{name}/<which> and its /clusters/{cluster}/... twin."""
-    async def act(request: Request, cluster: str | None, namespace: str, name: str, kind: str | None,
-                  api_version: str | None, pods: bool) -> Response:
-        body = await suspend_or_resume(service, request.scope["state"], which, cluster, namespace, name, kind,
-                                       api_version, pods)
-        return Response(body, media_type="application/json")
-
-    async def one(namespace: str, name: str, request: Request, kind: str | None = None,
-                  apiVersion: str | None = None, pods: bool = True, cluster: str | None = None) -> Response:
-        return await act(request, cluster, namespace, name, kind, apiVersion, pods)
-
-    async def in_cluster(cluster: str, namespace: str, name: str, request: Request, kind: str | None = None,
-                         apiVersion: str | None = None, pods: bool = True) -> Response:
-        return await act(request, cluster, namespace, name, kind, apiVersion, pods)
-
-    doc = ROUTE_DOC.format(which=which)
-    app.add_api_route(f"/workloads/{{namespace}}/{{name}}/{which}", one, methods=["POST"],
-                      operation_id=f"{which}Workload", response_model=model, responses=problems, tags=["workloads"],
-                      summary=f"{which.capitalize()} a workload through its definition (--actions true)",
-                      description=doc)
-    app.add_api_route(f"/clusters/{{cluster}}/workloads/{{namespace}}/{{name}}/{which}", in_cluster,
-                      methods=["POST"], operation_id=f"{which}ClusterWorkload", response_model=model,
-                      responses=problems, tags=["clusters"],
-                      summary=f"{which.capitalize()} a workload of one cluster (--actions true)", description=doc)

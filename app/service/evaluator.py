@@ -22,13 +22,13 @@ from typing import Any
 import orjson
 from cachetools import LRUCache
 
-from ..engine import accelerators
 from ..engine.compiled import expression_texts
 from ..engine.interpret import InterpretationError, interpret
+from ..engine.options import DEFAULT_OPTIONS, EngineOptions
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
 from ..model.live import BACKGROUND
-from .metrics import WORKER_QUEUE_TIMEOUTS, WORKER_RESTARTS, WORKER_RETRIES
+from .metrics import Metrics
 from .worker import READY, worker_main
 
 log = logging.getLogger("wlmap.evaluator")
@@ -75,11 +75,11 @@ class _Worker:
     known: LRUCache[str, bool] = field(default_factory=lambda: LRUCache(maxsize=KNOWN_DIGESTS))
 
     @classmethod
-    def start(cls, memory_mib: int = 0) -> _Worker:
+    def start(cls, memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS) -> _Worker:
         parent, child = _ctx.Pipe(duplex=True)
         progress = _ctx.Array("i", [-1, -1], lock=False)
-        p = _ctx.Process(target=worker_main, args=(child, progress, memory_mib, accelerators.RULES.as_args()),
-                         daemon=True, name="wlmap-eval")
+        p = _ctx.Process(target=worker_main, daemon=True, name="wlmap-eval",
+                         args=(child, progress, memory_mib, options.rules.as_args(), options.jq_results is not None))
         p.start()
         child.close()
         # Serve only once it has imported the engine (a second or more on a busy machine): that
@@ -125,8 +125,11 @@ class _Request:
 
 
 class Pool:
-    def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0):
+    def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0,
+                 options: EngineOptions = DEFAULT_OPTIONS, metrics: Metrics | None = None):
         self.size, self.deadline = max(1, size), deadline
+        self.options = options  # the workers' engine options (rules, whether jq results are reused)
+        self.metrics = metrics or Metrics()
         self.queue_timeout = queue_timeout  # None: wait for a worker as long as it takes (the CLI)
         self.memory_mib = memory_mib  # each worker's address-space limit; 0: none
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
@@ -138,7 +141,7 @@ class Pool:
         self._closed = False
 
     def _start_worker(self) -> _Worker:
-        return _Worker.start(self.memory_mib)
+        return _Worker.start(self.memory_mib, self.options)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -176,7 +179,7 @@ class Pool:
         loop = asyncio.get_running_loop()
         if dead is not None:
             await loop.run_in_executor(None, dead.kill)
-        WORKER_RESTARTS.inc()
+        self.metrics.worker_restarts.inc()
         while not self._closed:
             try:
                 self._add(await loop.run_in_executor(None, self._start_worker))
@@ -195,7 +198,7 @@ class Pool:
             async with asyncio.timeout(timeout):
                 return await self._idle.get()
         except TimeoutError:
-            WORKER_QUEUE_TIMEOUTS.inc()
+            self.metrics.worker_queue_timeouts.inc()
             raise EvaluationBusy(timeout or 0) from None
 
     async def interpret(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -212,7 +215,7 @@ class Pool:
         try:
             return await self._interpret_once(d, request)
         except EvaluationCrashed:
-            WORKER_RETRIES.inc()
+            self.metrics.worker_retries.inc()
             return await self._interpret_once(d, request)
 
     async def _interpret_once(self, d: Definition, request: _Request) -> dict[str, Any]:
@@ -291,10 +294,14 @@ class Pool:
 
 
 class Evaluator:
+    """`options`: the engine options of every interpretation, in-process and in the workers;
+    `metrics`: where the pool counts restarts, retries and refusals (the service's)."""
+
     def __init__(self, isolation: str, pool_size: int, deadline: float, queue_timeout: float | None = None,
-                 memory_mib: int = 0):
-        self.isolation = isolation
-        self.pool = Pool(pool_size, deadline, queue_timeout, memory_mib) if isolation != "none" else None
+                 memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS, metrics: Metrics | None = None):
+        self.isolation, self.options = isolation, options
+        self.pool = (Pool(pool_size, deadline, queue_timeout, memory_mib, options, metrics) if isolation != "none"
+                     else None)
 
     async def start(self, eager: bool = True) -> None:
         """Start the workers in the background: built-in definitions are served at once, and
@@ -330,4 +337,4 @@ class Evaluator:
             # (a ConfigMap copy of a Karta resource), so name the one that was actually resolved.
             result["definition"] = {"name": d.name, "source": d.source, "digest": d.digest}
             return result
-        return interpret(obj, d, pods)
+        return interpret(obj, d, pods, options=self.options)

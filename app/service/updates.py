@@ -11,17 +11,20 @@ suspend's is (actions.py: the caller's `patch` right asked before the read, 409 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.update import UpdateError, attempts, read_back_problems
 from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
 
+if TYPE_CHECKING:  # the service calls these: a type only
+    from .service import Service
+
 MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
 
 
-async def update_doc(service: Any, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
+async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
     env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
                                        "\"components\"?}")
     set_ = env.set_.model_dump(exclude_none=True)

@@ -1,0 +1,1 @@
+"""The API's routes, one router per group; app.py composes them."""

@@ -1,0 +1,96 @@
+"""POST /interpret, /interpret/update and /interpret/batch."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ...engine.batch_totals import group_totals, item_totals, sum_totals
+from ...problem import problem_body
+from ..bodies import JSON, dumps, media_type
+from ..models import (
+    BatchRequest,
+    BatchResponse,
+    Interpretation,
+    InterpretRequest,
+    UpdateRequest,
+    UpdateResponse,
+)
+from ..problems import ProblemError
+from ..updates import update_doc
+from .common import PROBLEMS, ServiceDep, get_service
+from .direct import DirectRoute
+
+BATCH_CONCURRENCY = 32  # items of one batch in flight at once (each may read the cluster and review rights)
+
+router = APIRouter(tags=["interpret"])
+
+INTERPRET_BODY = {
+    "required": True,
+    "content": {
+        JSON: {"schema": {"anyOf": [{"$ref": "#/components/schemas/InterpretRequest"},
+                                    {"$ref": "#/components/schemas/KubernetesObject"}]}},
+        "application/yaml": {"schema": {"type": "string", "description": "one manifest, or an envelope, "
+                                                                         "as YAML"}},
+    },
+}
+
+
+async def interpret_endpoint(request: Request) -> Response:
+    """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
+    service = get_service(request)  # a direct route: no dependency is solved for it
+    return dumps(await service.interpret_body(await request.body(), media_type(request), request.scope["state"]))
+
+
+router.add_api_route("/interpret", interpret_endpoint, methods=["POST"], route_class_override=DirectRoute,
+                     response_model=Interpretation, operation_id="interpret", responses=PROBLEMS,
+                     summary="Interpret one workload", openapi_extra={"requestBody": INTERPRET_BODY})
+
+
+@router.post("/interpret/update", operation_id="interpretUpdate", response_model=UpdateResponse, responses=PROBLEMS,
+             summary="Write labels, a scheduler, tolerations... into every pod of a workload")
+async def update_endpoint(req: UpdateRequest, request: Request, service: ServiceDep, apply: bool = False) -> Response:
+    """Rewrites the object through its definition's pod paths and returns it with the RFC 6902
+    patch that makes it.  `ref` reads the object with the caller's rights.  `apply=true` (with
+    `ref`, and --actions true): the patch is applied, guarded by the resourceVersion read (409
+    when the object changed since), with the caller's `patch` right; `applied` says so and
+    `object` is the object as stored."""
+    return dumps(await update_doc(service, req.model_dump(by_alias=True, exclude_none=True),
+                                  request.scope["state"], apply))
+
+
+@router.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS,
+             summary="Interpret many workloads; one bad item never fails the others")
+async def batch_endpoint(req: BatchRequest, request: Request, service: ServiceDep,
+                         groupBy: str | None = None) -> Response:
+    """`totals` sums the items that interpreted with whole totals; the others (failed, or
+    partial with `totals` null) count in `totals.failed`.  `groupBy=<label key>` adds
+    `groups`: the items by that label's value on the workload, each with its totals."""
+    if groupBy is not None and not 0 < len(groupBy) <= 317:  # a label key: prefix (253) / name (63)
+        raise ProblemError(422, "invalid-request", "Invalid request", "groupBy must be a label key")
+    state = request.scope["state"]
+    running = asyncio.Semaphore(BATCH_CONCURRENCY)
+    labels: list[Any] = [None] * len(req.items)  # each item's workload labels, once known
+
+    async def one(n: int, item: InterpretRequest) -> dict[str, Any]:
+        sub = service.auth.substate(state)  # each item reads with the caller's rights, in a state of its own
+        try:
+            async with running:
+                return await service.interpret_doc(item.model_dump(exclude_none=True), sub)
+        except ProblemError as e:
+            return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
+        finally:
+            labels[n] = sub.get("labels")
+
+    request.scope["state"]["items"] = len(req.items)
+    service.bound_pods(sum(len(i.pods or ()) for i in req.items))
+    results = await asyncio.gather(*(one(n, i) for n, i in enumerate(req.items)))
+    out: dict[str, Any] = {"items": results, "totals": sum_totals(map(item_totals, results))}
+    if groupBy is not None:
+        values = [ls.get(groupBy) if isinstance(ls, dict) and isinstance(ls.get(groupBy), str) else None
+                  for ls in labels]
+        out["groups"] = group_totals(results, values)
+    return dumps(out)
