@@ -9,7 +9,7 @@ from ..documents import DocumentError, parse_documents
 from ..engine.interpret import InterpretationError
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, _read
+from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, read_input
 
 
 async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,
@@ -45,7 +45,7 @@ async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], p
 
 def parse_file(path: str) -> list[Any]:
     try:
-        return parse_documents(_read(path))
+        return parse_documents(read_input(path))
     except DocumentError as e:
         raise CliError(f"{path}: {e}") from None
 
