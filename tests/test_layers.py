@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "cluster": {"engine", "karta", "jqlang", "documents"},
     "model": {"cluster", "engine", "karta", "jqlang", "documents"},
     "fleet": {"model", "cluster", "engine", "karta", "jqlang", "documents"},
-    "store": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem"},
+    "store": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents"},
     "ui": set(),
     "service": {"store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
     "cli": {"service", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},

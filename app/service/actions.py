@@ -30,17 +30,18 @@ from ..fleet.member import Member
 from . import fleet_reads
 from .auth import may_not_patch
 from .problems import ProblemError
+from .service import Service
 
 OFF = "actions are off (--actions): this service does not write to workloads"
 
 
-def need_actions(service: Any) -> None:
+def need_actions(service: Service) -> None:
     """403 unless the service was started with --actions true."""
     if not service.settings.actions:
         raise ProblemError(403, "actions-disabled", "Actions are disabled", OFF)
 
 
-def direct(service: Any, member: Member) -> Workloads:
+def direct(service: Service, member: Member) -> Workloads:
     """The member's API-server reader (writes read what is stored, not the model's projection)."""
     reader = service.reader(member, whole=True)
     assert isinstance(reader, Workloads)
@@ -69,7 +70,7 @@ async def patch_object(member: Member, res: Resource, namespace: str | None, nam
         raise write_problem(e) from None
 
 
-async def _member(service: Any, state: dict[str, Any], cluster: str | None, namespace: str, name: str,
+async def _member(service: Service, state: dict[str, Any], cluster: str | None, namespace: str, name: str,
                   kind: str | None, api_version: str | None) -> Member:
     if cluster is None and service.fleet_mode:  # the one cluster holding it, as GET finds it
         return await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, api_version,
@@ -97,7 +98,7 @@ def _may_not_patch(kinds: list[Resource], namespace: str, kind: str | None) -> P
                                                        f"{' named ' + repr(kind) if kind else ''} in namespace {namespace}")
 
 
-async def suspend_or_resume(service: Any, state: dict[str, Any], which: str, cluster: str | None, namespace: str,
+async def suspend_or_resume(service: Service, state: dict[str, Any], which: str, cluster: str | None, namespace: str,
                             name: str, kind: str | None, api_version: str | None, pods: bool) -> bytes:
     """POST .../workloads/{ns}/{name}/suspend|resume: the definition's actions, as one guarded
     patch; the live interpretation read after it."""
@@ -119,7 +120,7 @@ async def suspend_or_resume(service: Any, state: dict[str, Any], which: str, clu
         d = reader.definition_for(found.resource.gvk)
     except LookupFailed as e:
         raise service.explained(e, namespace, name, kind) from None
-    obj = reader.body(found)
+    obj = await reader.body(found)
     try:
         new = apply_actions(d, obj, which)
     except NoSuspendDefinition as e:
@@ -141,7 +142,7 @@ async def suspend_or_resume(service: Any, state: dict[str, Any], which: str, clu
     return orjson.dumps(out)
 
 
-async def authorize_apply(service: Any, state: dict[str, Any], ref: dict[str, Any]) -> tuple[Member, Resource]:
+async def authorize_apply(service: Service, state: dict[str, Any], ref: dict[str, Any]) -> tuple[Member, Resource]:
     """`/interpret/update?apply=true`: the cluster and kind of the ref, and the caller's `patch`
     right there, asked before the object is read."""
     need_actions(service)

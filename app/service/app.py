@@ -13,6 +13,7 @@ from ..engine import accelerators
 from ..engine import interpret as interpret_mod
 from ..ui import mount_ui
 from . import streams
+from .errors import DOMAIN_ERRORS, on_domain_error
 from .middleware import BodyLimits, ServiceMiddleware
 from .openapi import patch_openapi
 from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation
@@ -46,6 +47,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description=DESCRIPTION)
     app.state.service = service
     app.add_exception_handler(ProblemError, on_problem)  # type: ignore[arg-type]
+    for error in DOMAIN_ERRORS:  # the lower layers' errors, said as the table in errors.py says
+        app.add_exception_handler(error, on_domain_error)
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, on_unexpected)

@@ -207,7 +207,7 @@ class ServiceMiddleware:
             self._record(scope, info, started)
 
     async def _fast(self, scope: dict[str, Any], raw: bytes, send: Any) -> None:
-        from .problems import ProblemError
+        from .errors import SAID_ERRORS, problem_of
 
         media = "application/json"
         for name, value in scope.get("headers") or []:
@@ -216,8 +216,8 @@ class ServiceMiddleware:
         status, ctype = 200, b"application/json"
         try:
             body = orjson.dumps(await self.fast_interpret(raw, media, scope["state"]))
-        except ProblemError as e:
-            await self._problem(send, e, scope.get("path"))  # with its headers (Retry-After)
+        except SAID_ERRORS as e:
+            await self._problem(send, problem_of(e), scope.get("path"))  # with its headers (Retry-After)
             return
         except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
             logging.getLogger("wlmap.http").error("unhandled error on /interpret: %s: %s", type(e).__name__, e)

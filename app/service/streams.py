@@ -36,7 +36,8 @@ from ..fleet.member import Member
 from ..model.events import Event, EventLog, TokenError
 from ..model.live import LiveModel, row_key
 from ..problem import problem_body
-from .problems import ProblemError, lookup_problem
+from .errors import lookup_problem, problem_of
+from .problems import ProblemError
 
 WATCH = "application/json;stream=watch"
 HEARTBEAT = 15.0  # seconds between bookmarks
@@ -206,11 +207,6 @@ async def _wait_synced(model: LiveModel, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.1)
 
 
-def _token_problem(e: TokenError) -> ProblemError:
-    return ProblemError(e.status, "resume-token-expired" if e.status == 410 else "malformed-resume-token",
-                        "Resume token too old" if e.status == 410 else "Malformed resume token", e.message)
-
-
 # -- the list -------------------------------------------------------------------------------
 
 async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) -> dict[str, Any] | None:
@@ -288,7 +284,7 @@ async def _log_stream(request: Request, log: EventLog, accept: Callable[[Event],
     except TokenError as e:
         sub.close()
         slot.release()
-        raise _token_problem(e) from None
+        raise problem_of(e) from None
     except BaseException:
         sub.close()
         slot.release()
@@ -369,7 +365,7 @@ async def workload_stream(request: Request, model: LiveModel, namespace: str, na
         try:
             known_digest = model.resumed(token, key)
         except TokenError as e:
-            raise _token_problem(e) from None
+            raise problem_of(e) from None
     slot = take_slot(request)
     wake = asyncio.Event()
     model.watchers.setdefault(key, set()).add(wake)

@@ -17,11 +17,12 @@ from ..engine.update import UpdateError, attempts, read_back_problems
 from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
+from .service import Read, Service
 
 MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
 
 
-async def update_doc(service: Any, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
+async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
     env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
                                        "\"components\"?}")
     set_ = env.set_.model_dump(exclude_none=True)
@@ -32,10 +33,10 @@ async def update_doc(service: Any, doc: Any, request_state: dict[str, Any], appl
             raise ProblemError(422, "nothing-to-apply", "Nothing to apply to",
                                "apply=true writes to a live object: give \"ref\", not \"object\"")
         target = await actions.authorize_apply(service, request_state, env.ref.model_dump())  # before the read
-    obj, d = await service.subject(env, request_state, whole=True,  # a rewrite of a projection would lose fields
+    read = Read()  # (its freshness is now: read from the API server just now)
+    obj, d = await service.subject(env, request_state, read, whole=True,  # a rewrite of a projection would lose fields
                                    member=target[0] if target else None)
-    request_state.pop("freshness", None)  # read from the API server just now
-    cluster = request_state.pop("cluster", None)
+    cluster = read.cluster
     before = await service.evaluate(d, obj, None)
     moved: list[str] = []
     try:
