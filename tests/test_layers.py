@@ -90,6 +90,17 @@ def test_no_package_imports_from_above() -> None:
     assert not bad, "imports against the data flow:\n" + "\n".join(sorted(bad))
 
 
+# what the CLI may use of the service: the `serve` command and its flags (the evaluation pool,
+# the readers, the engine are below both, in app/engine, app/cluster, app/model)
+CLI_USES_OF_SERVICE = {"app.service.serve", "app.service.settings"}
+
+
+def test_the_cli_uses_of_the_service_only_what_serves_it() -> None:
+    bad = sorted(f"{mod} imports {dep}" for mod, deps in _graph().items() if _layer(mod) == "cli"
+                 for dep in deps if _layer(dep) == "service" and dep not in CLI_USES_OF_SERVICE)
+    assert not bad, "the CLI reaches into the service:\n" + "\n".join(bad)
+
+
 def test_no_import_cycles() -> None:
     graph = _graph()
     state: dict[str, int] = {}

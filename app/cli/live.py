@@ -179,7 +179,7 @@ async def open_session(args: argparse.Namespace, context: str | None, registry: 
     ones run in-process; the others in a worker stopped at --eval-deadline (as `wlmap
     interpret`).  The third item records the last object interpreted (describe shows its age).
     `label` prefixes the warnings printed here ("context b: ") when several contexts are read."""
-    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+    from ..engine.pool import EvaluationCrashed, EvaluationTimeout, Evaluator
 
     registry = build_registry(args.definition) if registry is None else registry
     _check_kubeconfig(args)

@@ -16,7 +16,7 @@ async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], p
                    deadline: float) -> list[dict[str, Any] | CliError]:
     """Built-in definitions run in-process; user definitions in a worker killed at the deadline
     (the reference's runner stops an evaluation after 10 s)."""
-    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+    from ..engine.pool import EvaluationCrashed, EvaluationTimeout, Evaluator
 
     isolate = any(d is not None and d.source != "builtin" for _, d, _ in jobs)
     ev = Evaluator("untrusted" if isolate else "none", 1, deadline)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -57,6 +56,7 @@ from ..cluster.workloads import (
     version_rank,
 )
 from ..engine.interpret import generic_flags
+from ..engine.pool import BACKGROUND  # this model's loops evaluate for no caller
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
@@ -77,10 +77,6 @@ from .records import (
 from .warnings import WarningEvents
 
 log = logging.getLogger("wlmap.model")
-
-# True inside the model's own loops (interpreting changes, warming answers ahead of reads): work
-# done for no caller, which the evaluation pool never lets take its last worker from callers.
-BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
 
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
 RETRY_BUSY = 1.0  # seconds before a workload whose evaluation found every worker busy (503) is tried again

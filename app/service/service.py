@@ -24,6 +24,14 @@ from starlette.responses import Response
 
 from ..cluster.reader import Known, LookupFailed, Reader, matches_token
 from ..engine.interpret import InterpretationError, phase_of
+from ..engine.pool import (
+    EvaluationBusy,
+    EvaluationCrashed,
+    EvaluationOutOfMemory,
+    EvaluationTimeout,
+    Evaluator,
+    PoolCounters,
+)
 from ..fleet.member import Member
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition
@@ -34,13 +42,6 @@ from .auth import Authorizer
 from .bodies import JSON, decode
 from .cluster import Cluster, cluster_specs
 from .errors import lookup_problem
-from .evaluator import (
-    EvaluationBusy,
-    EvaluationCrashed,
-    EvaluationOutOfMemory,
-    EvaluationTimeout,
-    Evaluator,
-)
 from .inline import InlineDefinitions
 from .models import InterpretRequest
 from .problems import ProblemError, envelope
@@ -94,7 +95,10 @@ class Service:
         self.auth = Authorizer(auth_mode(settings) == "kubernetes",
                                lambda: self.cluster.access if self.cluster is not None else None)
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
-                                   settings.eval_queue_timeout, settings.eval_worker_memory)
+                                   settings.eval_queue_timeout, settings.eval_worker_memory,
+                                   PoolCounters(restarts=metrics.WORKER_RESTARTS.inc,
+                                                queue_timeouts=metrics.WORKER_QUEUE_TIMEOUTS.inc,
+                                                retries=metrics.WORKER_RETRIES.inc))
         self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()

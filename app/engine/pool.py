@@ -11,28 +11,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import multiprocessing as mp
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from cachetools import LRUCache
 
-from ..engine import accelerators
-from ..engine.compiled import expression_texts
-from ..engine.interpret import InterpretationError, interpret
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
-from ..model.live import BACKGROUND
-from .metrics import WORKER_QUEUE_TIMEOUTS, WORKER_RESTARTS, WORKER_RETRIES
+from . import accelerators
+from .compiled import expression_texts
+from .interpret import InterpretationError, interpret
 from .worker import READY, worker_main
 
 log = logging.getLogger("wlmap.evaluator")
 _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event loop
+
+# True inside a model's own loops (interpreting changes, warming answers ahead of reads): work
+# done for no caller, which the pool never lets take its last worker from callers.
+BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
+
+
+def _uncounted() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class PoolCounters:
+    """What the pool counts, for whoever keeps the metrics (the service: app/service/metrics.py)."""
+
+    restarts: Callable[[], None] = _uncounted  # a worker replaced (it died, overran, or was used up)
+    queue_timeouts: Callable[[], None] = _uncounted  # a request found every worker busy too long
+    retries: Callable[[], None] = _uncounted  # a request run again after its worker died under it
 
 
 class EvaluationTimeout(Exception):
@@ -125,8 +142,10 @@ class _Request:
 
 
 class Pool:
-    def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0):
+    def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0,
+                 counters: PoolCounters | None = None):
         self.size, self.deadline = max(1, size), deadline
+        self.counters = counters or PoolCounters()
         self.queue_timeout = queue_timeout  # None: wait for a worker as long as it takes (the CLI)
         self.memory_mib = memory_mib  # each worker's address-space limit; 0: none
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
@@ -176,7 +195,7 @@ class Pool:
         loop = asyncio.get_running_loop()
         if dead is not None:
             await loop.run_in_executor(None, dead.kill)
-        WORKER_RESTARTS.inc()
+        self.counters.restarts()
         while not self._closed:
             try:
                 self._add(await loop.run_in_executor(None, self._start_worker))
@@ -195,7 +214,7 @@ class Pool:
             async with asyncio.timeout(timeout):
                 return await self._idle.get()
         except TimeoutError:
-            WORKER_QUEUE_TIMEOUTS.inc()
+            self.counters.queue_timeouts()
             raise EvaluationBusy(timeout or 0) from None
 
     async def interpret(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -212,7 +231,7 @@ class Pool:
         try:
             return await self._interpret_once(d, request)
         except EvaluationCrashed:
-            WORKER_RETRIES.inc()
+            self.counters.retries()
             return await self._interpret_once(d, request)
 
     async def _interpret_once(self, d: Definition, request: _Request) -> dict[str, Any]:
@@ -292,9 +311,9 @@ class Pool:
 
 class Evaluator:
     def __init__(self, isolation: str, pool_size: int, deadline: float, queue_timeout: float | None = None,
-                 memory_mib: int = 0):
+                 memory_mib: int = 0, counters: PoolCounters | None = None):
         self.isolation = isolation
-        self.pool = Pool(pool_size, deadline, queue_timeout, memory_mib) if isolation != "none" else None
+        self.pool = Pool(pool_size, deadline, queue_timeout, memory_mib, counters) if isolation != "none" else None
 
     async def start(self, eager: bool = True) -> None:
         """Start the workers in the background: built-in definitions are served at once, and

@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from ..engine import accelerators
-from ..engine.interpret import InterpretationError, interpret
-from ..engine.memo import DEFINITION_FACTOR, ByteLRU, held_bytes
 from ..karta.load import Definition, NotAKarta, definition_from_document
+from . import accelerators
+from .interpret import InterpretationError, interpret
+from .memo import DEFINITION_FACTOR, ByteLRU, held_bytes
 
 READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
 
