@@ -7,6 +7,7 @@ through this protocol only.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..cluster.reader import WorkloadReader
@@ -48,6 +49,9 @@ class ClusterModel(WorkloadReader, Protocol):
     def error(self) -> str | None: ...
     def status(self) -> dict[str, Any]: ...
     def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]: ...
+    @property
+    def states(self) -> Mapping[str, Any]:
+        """What it keeps per workload (the workload metrics read its size into their version)."""
 
     # -- single-workload stream tokens
     def sent_token(self, key: StreamKey, digest: bytes) -> str: ...

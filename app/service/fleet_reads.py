@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ..cluster.reader import Allow, LookupFailed, Reader
+from ..cluster.reader import Allow, LookupFailed, WorkloadReader
 from ..cluster.views import sort_rows
 from ..fleet.member import Member
 from ..model.protocol import NotSynced
@@ -24,7 +24,8 @@ READ_BOUND = 5.0  # seconds one cluster may take for its part of an aggregate re
 AllowFor = Callable[[Member], Allow]
 # Where a read of the cluster is answered from (its live model, else the API server; a
 # ProblemError when neither can): the service's one decision for every read (Service.reader).
-ReaderFor = Callable[[Member], Reader]
+ReaderFor = Callable[[Member], WorkloadReader]
+UNSEARCHED: tuple[type[Exception], ...] = (asyncio.TimeoutError, *SAID_ERRORS)  # a cluster that could not be searched
 
 
 def unavailable(member: Member) -> ProblemError:
@@ -118,7 +119,7 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
     async def bounded(m: Member) -> dict[str, Any] | None:
         try:
             return await asyncio.wait_for(holds(m), READ_BOUND)
-        except (asyncio.TimeoutError, *SAID_ERRORS):
+        except UNSEARCHED:
             down.append(m)
             return None
 

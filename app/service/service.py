@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
-from ..cluster.reader import Known, LookupFailed, Reader, matches_token
+from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
 from ..engine.interpret import InterpretationError, phase_of
 from ..engine.pool import (
     EvaluationBusy,
@@ -36,6 +36,7 @@ from ..fleet.member import Member
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore
+from ..model.protocol import ClusterModel
 from ..store.errors import StoreUnavailable
 from . import fleet_reads, metrics, streams
 from .auth import Authorizer
@@ -144,7 +145,7 @@ class Service:
                 await self.cluster.close()
             await self.evaluator.close()
 
-    async def warm_metrics(self, model: Any) -> None:
+    async def warm_metrics(self, model: ClusterModel | None) -> None:
         """Render the workload metrics once the model is synced, so the first scrape finds every
         workload's lines ready (later scrapes render only what changed)."""
         while not self.stop.is_set() and not (model.synced if model is not None else True):
@@ -264,7 +265,7 @@ class Service:
         return self.cluster
 
     def reader(self, member: Member, kind: str | None = None, api_version: str | None = None,
-               namespace: str | None = None, whole: bool = False) -> Reader:
+               namespace: str | None = None, whole: bool = False) -> WorkloadReader:
         """Where a read of `member` is answered from: its live model when it can answer this read
         from memory, else the API server (while it answers).  The one place this is decided.
         `whole`: the object as stored (the model keeps only what definitions read): the API server."""

@@ -28,13 +28,15 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ..cluster.kube import EVENTS, PODS, Resource
+from ..cluster.kube import Resource
 from ..cluster.listing import ListQuery
 from ..cluster.reader import Allow, Known, LookupFailed, matches_token
+from ..cluster.views import ListRules
 from ..fleet.fleet import CLUSTER_KEY, Fleet
 from ..fleet.member import Member
-from ..model.events import Event, EventLog, TokenError
-from ..model.live import LiveModel, row_key
+from ..model.events import ChangeLog, Event, TokenError
+from ..model.live import row_key
+from ..model.protocol import ClusterModel
 from ..problem import problem_body
 from .errors import lookup_problem, problem_of
 from .problems import ProblemError
@@ -190,14 +192,14 @@ def _slow(sse: bool, token: str) -> Any:
     return _frame(sse, {"type": "ERROR", "object": problem}, token)
 
 
-def need_model(model: LiveModel | None) -> LiveModel:
+def need_model(model: ClusterModel | None) -> ClusterModel:
     if model is None:
         raise ProblemError(400, "streams-need-the-model", "Streams need the live model",
                            "this service reads the API server directly (--cache false); streams need the live model")
     return model
 
 
-async def _wait_synced(model: LiveModel, timeout: float = 30.0) -> None:
+async def _wait_synced(model: ClusterModel, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not model.synced:
         if asyncio.get_running_loop().time() > deadline:
@@ -210,26 +212,13 @@ async def _wait_synced(model: LiveModel, timeout: float = 30.0) -> None:
 # -- the list -------------------------------------------------------------------------------
 
 async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) -> dict[str, Any] | None:
-    """The row as this caller may see it (None: not at all): what a list would show them,
-    namespace by namespace; the answers are cached briefly by the access checks."""
-    ns = ev.key[2]
-    asked = namespace if res.namespaced else None
-    if not (await allow("list", res, asked, None) or (asked is None and res.namespaced and ns
-                                                       and await allow("list", res, ns, None))):
-        return None
-    row = ev.object
-    if ev.type == "DELETED":
-        return row
-
-    async def may_list(res: Resource) -> bool:
-        return await allow("list", res, namespace, None) or bool(namespace is None and ns
-                                                                 and await allow("list", res, ns, None))
-
-    if not await may_list(PODS):  # as a list shows it: ready counts and reasons need pods (and Events)
-        row = dict(row, pods=dict(row["pods"], ready=None), reason=None)
-    elif row.get("reason") and not await may_list(EVENTS):
-        row = dict(row, reason=None)
-    return row
+    """The row as this caller may see it (None: not at all): as a list shows it (the list rules,
+    cluster/views.py), namespace by namespace; the answers are cached briefly by the access checks."""
+    rules = ListRules(allow, namespace, None)
+    rows = await rules.visible(res, [ev.object])
+    if not rows or ev.type == "DELETED":
+        return rows[0] if rows else None
+    return (await rules.hide_unseen(rows))[0]
 
 
 Visible = Callable[[Event], Awaitable["dict[str, Any] | None"]]
@@ -261,7 +250,7 @@ def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
     return present
 
 
-async def _log_stream(request: Request, log: EventLog, accept: Callable[[Event], bool],
+async def _log_stream(request: Request, log: ChangeLog, accept: Callable[[Event], bool],
                 snapshot: Callable[[], list[Event]], visible: Visible, query: ListQuery | None = None) -> Any:
     """A stream of a log's events: the current state (or, resuming, what came after the token),
     a BOOKMARK marking its end, then every accepted event as it is published."""
@@ -325,11 +314,11 @@ async def _log_stream(request: Request, log: EventLog, accept: Callable[[Event],
     return respond(request, frames(), slot)
 
 
-def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
+def _rows(model: ClusterModel, cluster: str | None = None) -> list[Event]:
     return [Event(0, "ADDED", row_key(row), row, cluster=cluster) for row, _ in model.rows()]
 
 
-async def list_stream(request: Request, model: LiveModel, namespace: str | None, kind: str | None,
+async def list_stream(request: Request, model: ClusterModel, namespace: str | None, kind: str | None,
                       allow: Allow, query: ListQuery | None = None) -> Any:
     await _wait_synced(model)
     kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
@@ -347,7 +336,7 @@ async def list_stream(request: Request, model: LiveModel, namespace: str | None,
 
 # -- one workload ---------------------------------------------------------------------------
 
-async def workload_stream(request: Request, model: LiveModel, namespace: str, name: str, kind: str | None,
+async def workload_stream(request: Request, model: ClusterModel, namespace: str, name: str, kind: str | None,
                           api_version: str | None, with_pods: bool, allow: Allow) -> Any:
     await _wait_synced(model)
     sse = wants_sse(request)

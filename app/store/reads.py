@@ -46,7 +46,7 @@ class StoreModel(Reader):
         self.cluster = name if labelled else None
         self.units = hub.units(name)
         self.events = hub.log
-        self.states: dict[str, Any] = {}  # (the fleet reads a model's states when a cluster goes)
+        self.states: dict[str, Any] = {}  # none: what shards know of workloads is in the store
         self.watchers: dict[tuple[str, str, str, str], set[asyncio.Event]] = {}
         self.started_at = time.time()
         self._kinds: tuple[tuple[str, ...], dict[tuple[str, str], KindWatch]] = ((), {})
