@@ -28,10 +28,9 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ..cluster.kube import Resource
+from ..cluster.kube import EVENTS, PODS, Resource
 from ..cluster.listing import ListQuery
 from ..cluster.reader import Allow, Known, LookupFailed, matches_token
-from ..cluster.views import ListRules
 from ..fleet.fleet import CLUSTER_KEY, Fleet
 from ..fleet.member import Member
 from ..model.events import ChangeLog, Event, TokenError
@@ -212,13 +211,26 @@ async def _wait_synced(model: ClusterModel, timeout: float = 30.0) -> None:
 # -- the list -------------------------------------------------------------------------------
 
 async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) -> dict[str, Any] | None:
-    """The row as this caller may see it (None: not at all): as a list shows it (the list rules,
-    cluster/views.py), namespace by namespace; the answers are cached briefly by the access checks."""
-    rules = ListRules(allow, namespace, None)
-    rows = await rules.visible(res, [ev.object])
-    if not rows or ev.type == "DELETED":
-        return rows[0] if rows else None
-    return (await rules.hide_unseen(rows))[0]
+    """The row as this caller may see it (None: not at all): what a list would show them,
+    namespace by namespace; the answers are cached briefly by the access checks."""
+    ns = ev.key[2]
+    asked = namespace if res.namespaced else None
+    if not (await allow("list", res, asked, None) or (asked is None and res.namespaced and ns
+                                                       and await allow("list", res, ns, None))):
+        return None
+    row = ev.object
+    if ev.type == "DELETED":
+        return row
+
+    async def may_list(res: Resource) -> bool:
+        return await allow("list", res, namespace, None) or bool(namespace is None and ns
+                                                                 and await allow("list", res, ns, None))
+
+    if not await may_list(PODS):  # as a list shows it: ready counts and reasons need pods (and Events)
+        row = dict(row, pods=dict(row["pods"], ready=None), reason=None)
+    elif row.get("reason") and not await may_list(EVENTS):
+        row = dict(row, reason=None)
+    return row
 
 
 Visible = Callable[[Event], Awaitable["dict[str, Any] | None"]]
