@@ -24,6 +24,7 @@ from typing import Any
 
 from .documents import parse_documents
 from .engine.interpret import InterpretationError, interpret
+from .engine.options import DEFAULT_OPTIONS, EngineOptions
 from .karta.load import Definition, load_path
 from .karta.registry import Registry
 
@@ -65,7 +66,7 @@ def case_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob(CASES_FILE) if "testdata" not in p.parts)
 
 
-def run_folder(folder: Path, base: Registry) -> list[CaseResult]:
+def run_folder(folder: Path, base: Registry, options: EngineOptions = DEFAULT_OPTIONS) -> list[CaseResult]:
     folder = Path(folder)
     local = [d for d in load_path(folder, "directory") if Path(d.origin.split("#")[0]).parent == folder]
     out: list[CaseResult] = []
@@ -77,7 +78,7 @@ def run_folder(folder: Path, base: Registry) -> list[CaseResult]:
     spec = parse_documents((folder / CASES_FILE).read_text())
     cases = (spec[0] or {}).get("cases", []) if spec else []
     for case in cases:
-        out.append(_run_case(folder, case, registry))
+        out.append(_run_case(folder, case, registry, options))
     return out
 
 
@@ -87,7 +88,7 @@ def _load_objects(folder: Path, ref: str | None) -> list[dict[str, Any]] | None:
     return [d for d in parse_documents((folder / ref).read_text()) if isinstance(d, dict)]
 
 
-def _run_case(folder: Path, case: dict[str, Any], registry: Registry) -> CaseResult:
+def _run_case(folder: Path, case: dict[str, Any], registry: Registry, options: EngineOptions) -> CaseResult:
     res = CaseResult(str(folder), str(case.get("name") or case.get("input")))
     try:
         objs = _load_objects(folder, case["input"]) or []
@@ -103,7 +104,7 @@ def _run_case(folder: Path, case: dict[str, Any], registry: Registry) -> CaseRes
         want_def = case.get("definition")
         if want_def and definition.name != want_def:
             res.failures.append(f"resolved definition {definition.name}, expected {want_def}")
-        result = interpret(obj, definition, pods)
+        result = interpret(obj, definition, pods, options=options)
     except InterpretationError as e:
         if case.get("error") and case["error"] in str(e):
             return res

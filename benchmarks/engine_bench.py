@@ -40,7 +40,7 @@ from typing import Any, Callable
 import jq
 import orjson
 
-from app.engine import interpret as interpret_mod
+from app.engine.options import EngineOptions
 from app.jqlang import jqbatch
 from app.engine.compiled import compiled, expression_texts
 from app.jqlang.inputs import prepare
@@ -86,13 +86,13 @@ def main() -> None:
     def run_parse_only() -> None:
         parse_only.input_text(full_text).all()
 
-    def run_interpret() -> None:
-        interpret_mod.JQ_RESULT_CACHE = False  # cold: every call evaluates jq
-        interpret(obj, d)
+    cold, warm = EngineOptions(jq_results=None), EngineOptions()  # cold: every call evaluates jq
 
-    def run_interpret_warm() -> None:
-        interpret_mod.JQ_RESULT_CACHE = True  # the same object again: jq results reused
-        interpret(obj, d)
+    def run_interpret() -> None:
+        interpret(obj, d, options=cold)
+
+    def run_interpret_warm() -> None:  # the same object again: jq results reused
+        interpret(obj, d, options=warm)
 
     def run_separate() -> None:
         text = input_text(obj, False)
@@ -108,8 +108,7 @@ def main() -> None:
     raw_bytes = raw.encode()
 
     def run_interpret_from_text() -> None:  # the request body's JSON parsed as well
-        interpret_mod.JQ_RESULT_CACHE = False
-        interpret(orjson.loads(raw_bytes), d)
+        interpret(orjson.loads(raw_bytes), d, options=cold)
 
     def libjq_only(fn: Callable[[], None]) -> Callable[[], None]:
         def run() -> None:
@@ -135,8 +134,7 @@ def main() -> None:
         cd.pods.run_many(pod_inputs if jqbatch.NATIVE else pod_texts)
 
     def run_interpret_pods() -> None:
-        interpret_mod.JQ_RESULT_CACHE = False
-        interpret(obj, d, pods)
+        interpret(obj, d, pods, options=cold)
 
     def run_copy_result() -> None:  # a floor: build the result's values in Python, computing nothing
         _copy(result)
@@ -222,24 +220,24 @@ def distinct_round(manifest: str, n: int, index: int) -> dict[str, float]:
     d = Registry.of(load_builtin()).resolve_object(json.loads(raw))
     assert d is not None, "no built-in definition for the manifest"
     warm = [json.loads(t) for t in distinct_texts(raw, 50, 10_000_000)]
+    options = EngineOptions()  # as the service runs: the cache is there, it cannot answer
     for o in warm:  # compile the definition and warm the interpreter, not the caches that matter
-        interpret(o, d)
+        interpret(o, d, options=options)
     base = (index + 1) * 2 * n
-    interpret_mod.JQ_RESULT_CACHE = True  # as the service runs: the cache is there, it cannot answer
     # Each half with only its own inputs alive (the parsed objects would otherwise lengthen every
     # garbage collection the text half's parses set off), collected before it starts.
     objs = [json.loads(t) for t in distinct_texts(raw, n, base)]
     gc.collect()
     t0 = time.perf_counter()
     for o in objs:
-        interpret(o, d)
+        interpret(o, d, options=options)
     parsed = (time.perf_counter() - t0) / n * 1e6
     del objs
     texts = [t.encode() for t in distinct_texts(raw, n, base + n)]
     gc.collect()
     t0 = time.perf_counter()
     for b in texts:
-        interpret(orjson.loads(b), d)
+        interpret(orjson.loads(b), d, options=options)
     return {"parsed": parsed, "text": (time.perf_counter() - t0) / n * 1e6}
 
 
@@ -265,7 +263,9 @@ def distinct_main(args: argparse.Namespace) -> None:
     for r in range(args.rounds):  # interleaved, each round a fresh process: cold caches, own objects
         for label, repo in trees:
             env = dict(os.environ, PYTHONPATH=str(repo))
-            out = subprocess.run([sys.executable, __file__, "--manifest", args.manifest, "--distinct",
+            # each tree's own copy of this script: its round is written against its own code
+            out = subprocess.run([sys.executable, str(repo / "benchmarks" / "engine_bench.py"), "--manifest",
+                                  args.manifest, "--distinct",
                                   str(args.distinct), "--round", str(r)], env=env, check=True,
                                  capture_output=True, text=True).stdout
             for k, v in json.loads(out.splitlines()[-1]).items():

@@ -156,17 +156,17 @@ def engine_vs_gojq(obj: dict, n: int) -> tuple[float, float, float]:
     """Workloads per second: our in-process interpret (cold, and with jq results reused for an
     unchanged object) vs gojq evaluating the same expressions (one gojq process over a stream of
     n manifests, so its start-up is amortised)."""
-    from app.engine import interpret as interpret_mod
+    from app.engine.options import EngineOptions
 
     d = Registry.of(load_builtin()).resolve_object(obj)
     assert d is not None
     rates = []
     for cache in (False, True):
-        interpret_mod.JQ_RESULT_CACHE = cache
-        interpret(obj, d)
+        options = EngineOptions() if cache else EngineOptions(jq_results=None)
+        interpret(obj, d, options=options)
         t = time.perf_counter()
         for _ in range(n):
-            interpret(obj, d)
+            interpret(obj, d, options=options)
         rates.append(n / (time.perf_counter() - t))
     ours, warm = rates
     gojq = shutil.which("gojq")

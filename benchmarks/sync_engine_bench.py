@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cluster_fill as cf  # noqa: E402
 
-from app.engine import interpret as interpret_mod  # noqa: E402
+from app.engine.options import EngineOptions  # noqa: E402
 from app.jqlang import jqbatch  # noqa: E402
 from app.engine.interpret import interpret  # noqa: E402
 from app.karta.load import load_builtin  # noqa: E402
@@ -61,16 +61,16 @@ def main() -> None:
     registry = Registry.of(load_builtin())
     d = registry.resolve_object(items[0][0])
     assert d is not None
-    interpret_mod.JQ_RESULT_CACHE = False  # a sync sees every workload for the first time
+    cold = EngineOptions(jq_results=None)  # a sync sees every workload for the first time
     n_pods = sum(len(p) for _, p in items)
 
     def rows() -> None:
         for obj, _ in items:
-            interpret(obj, d)
+            interpret(obj, d, options=cold)
 
     def answers() -> None:
         for obj, pods in items:
-            interpret(obj, d, pods)
+            interpret(obj, d, pods, options=cold)
 
     cases = {"rows (each workload alone)": rows, "live answers (each with its pods)": answers}
     samples: dict[tuple[str, bool], list[float]] = {}

@@ -193,7 +193,7 @@ async def open_session(args: argparse.Namespace, context: str | None, registry: 
         await kube.close()
         raise
     isolate = any(d.source != "builtin" for d in registry.all())
-    ev = Evaluator("untrusted" if isolate else "none", 1, args.eval_deadline)
+    ev = Evaluator("untrusted" if isolate else "none", 1, args.eval_deadline, options=args.engine)
     seen: dict[str, Any] = {}
 
     async def interpret(d: Any, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:

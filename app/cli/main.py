@@ -54,7 +54,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
                 jobs.append((doc, _resolve(doc, registry), None))
             except CliError as e:
                 jobs.append((doc, None, e))
-    outcomes = asyncio.run(_evaluate(jobs, pods, args.eval_deadline))
+    outcomes = asyncio.run(_evaluate(jobs, pods, args.eval_deadline, args.engine))
     results: list[dict[str, Any]] = []
     failed = no_def = False
     for out in outcomes:
@@ -206,7 +206,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     passed = failed = 0
     for folder in folders:
-        for r in run_folder(folder, base):
+        for r in run_folder(folder, base, args.engine):
             if r.ok:
                 passed += 1
                 if args.verbose:

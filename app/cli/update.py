@@ -102,7 +102,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     except UpdateError as e:
         raise CliError(e.message, EXIT_FAIL) from None
     results = asyncio.run(evaluate([(obj, d, None)] + [(rw.object, d, None) for rw in tries], None,
-                                   args.eval_deadline))
+                                   args.eval_deadline, args.engine))
     for out in results:
         if isinstance(out, CliError):
             raise out

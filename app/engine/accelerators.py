@@ -9,9 +9,9 @@ that place AMD, Intel, Gaudi, Neuron or TPU workloads, or MIG slices, need every
   `gpu.intel.com/millicores`, Neuron cores) are accelerators but never GPUs.
 
 With the defaults a workload that requests only `nvidia.com/gpu` answers exactly as the
-reference does.  The rules are process-wide, set once at start (`configure`) from the flags
-`--accelerator-resource` / `--gpu-resource`; evaluation worker processes receive them when
-they are spawned (`RULES.as_args()`).
+reference does.  Whoever interprets chooses the rules (`resource_rules`, from the flags
+`--accelerator-resource` / `--gpu-resource`) and passes them in EngineOptions (options.py);
+evaluation worker processes receive them when they are spawned (`as_args()`).
 """
 
 from __future__ import annotations
@@ -76,21 +76,16 @@ class ResourceRules:
         return self.accelerators, self.gpus
 
 
-RULES = ResourceRules()
+DEFAULT_RULES = ResourceRules()
 
 
-def configure(accelerators: Iterable[str] | None = None, gpus: Iterable[str] | None = None) -> ResourceRules:
-    """Set the process-wide rules (None keeps the default).  Cached pod facts hold the rules they
-    were computed with, so a change is seen by the next interpretation."""
-    global RULES
-    RULES = ResourceRules(check_names(accelerators, "accelerator resource") if accelerators is not None
+def resource_rules(accelerators: Iterable[str] | None = None, gpus: Iterable[str] | None = None) -> ResourceRules:
+    """The rules of these flags' values, validated (ValueError names a bad one; None: the default).
+    The defaults given again are DEFAULT_RULES itself, whose name matches are shared."""
+    rules = ResourceRules(check_names(accelerators, "accelerator resource") if accelerators is not None
                           else DEFAULT_ACCELERATORS,
                           check_names(gpus, "GPU resource") if gpus is not None else DEFAULT_GPUS)
-    return RULES
-
-
-def rules() -> ResourceRules:
-    return RULES
+    return DEFAULT_RULES if rules == DEFAULT_RULES else rules
 
 
 def request_values(requests: Mapping[str, Quantity]) -> dict[str, int]:

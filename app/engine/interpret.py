@@ -21,10 +21,10 @@ from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
-from .memo import PY_OBJECT_FACTOR, ByteLRU, Memo, held_bytes
+from .memo import PY_OBJECT_FACTOR, Memo, held_bytes
+from .options import JQ_RESULT_BYTES, DEFAULT_OPTIONS, EngineOptions, JqResults  # noqa: F401 (JQ_RESULT_BYTES: re-exported)
 from .pods import PodInput
 from .quantity import QuantityError
-from . import accelerators
 from .accelerators import ResourceRules, clamp as _clamp, request_values
 from .requests import (Requests, fragmented_requests, fragmented_requests_key, multiply, pod_requests,
                        pod_requests_key, to_strings)
@@ -49,6 +49,7 @@ class _Ctx:
     cd: CompiledDefinition
     values: dict[str, ComponentValues | ExtractionError]
     errors: list[dict[str, Any]]  # one per failed part, in the contract's "errors" shape
+    rules: ResourceRules  # the accelerator rules of this interpretation
 
 
 def part_error(part: str, e: ExtractionError, component: str | None = None,
@@ -160,10 +161,9 @@ class _PodFacts:
 _pod_facts: Memo[bytes, _PodFacts] = Memo(maxsize=4096, max_bytes=64 * 1024 * 1024)
 
 
-def _facts(inst: ExtractedInstance) -> _PodFacts:
+def _facts(inst: ExtractedInstance, rules: ResourceRules) -> _PodFacts:
     compute, key_of, parts = _requests_source(inst)
     key = key_of(*parts)  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
-    rules = accelerators.RULES
     hit = _pod_facts.get(key) if key is not None else None
     if hit is not None and hit.rules is rules:
         return hit
@@ -183,20 +183,21 @@ _pod_views: Memo[tuple[bytes | None, ...], tuple[_PodFacts, dict[str, Any]]] = M
     maxsize=4096, max_bytes=64 * 1024 * 1024)
 
 
-def _pod(inst: ExtractedInstance) -> tuple[_PodFacts, dict[str, Any]]:
+def _pod(inst: ExtractedInstance, rules: ResourceRules) -> tuple[_PodFacts, dict[str, Any]]:
     """An instance's pod facts and its pod view."""
     key = inst.key()  # None (a part cannot be printed, e.g. an integer beyond 64 bits): not cached
     hit = _pod_views.get(key) if key is not None else None
-    if hit is not None and hit[0].rules is accelerators.RULES:
+    if hit is not None and hit[0].rules is rules:
         return hit
-    facts = _facts(inst)
+    facts = _facts(inst, rules)
     entry = (facts, _pod_view(inst, facts))
     if key is not None:
         _pod_views.put(key, entry, sum(len(t) for t in key if t is not None) * (1 + PY_OBJECT_FACTOR))
     return entry
 
 
-def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[list[dict[str, Any]], Sums]:
+def _instances(c: ComponentDefinition, v: ComponentValues, path: str,
+               rules: ResourceRules) -> tuple[list[dict[str, Any]], Sums]:
     """The instance entries of one extracted component and their sums.  Raises ExtractionError
     when a pod definition holds a quantity the reference cannot parse."""
     total = Sums()
@@ -209,7 +210,7 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str) -> tuple[l
                                  "maxReplicas": s.max_replicas if s else None}
         if bearing:
             try:
-                facts, view = _pod(inst)
+                facts, view = _pod(inst, rules)
             except QuantityError as e:
                 raise ExtractionError(f"instance {inst.id!r}: {e}", f"{path}.specDefinition") from None
             n = max(0, desired(s))  # the scale keeps a negative count as written; no total goes below 0
@@ -244,7 +245,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
         sums: _Sums = None
     else:
         try:
-            instances, sums = _instances(c, v, path)
+            instances, sums = _instances(c, v, path, ctx.rules)
         except ExtractionError as e:
             ctx.values[name] = e  # the gang must not size a component whose pods cannot be read
             error = part_error("component", e, name)
@@ -369,38 +370,28 @@ def phase_of(result: dict[str, Any]) -> str:
 
 Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch, expression index)
 
-# jq results by (definition, input key): schedulers re-interpret unchanged workloads every
-# placement round, and the key holds exactly what the expressions can read (inputs.py), so
-# equal keys mean equal results.  Only the jq stage is reused; the rest always runs on the
-# object itself.  A caller chooses the objects (keys of up to a request body each, results
-# that hold parts of them), so the bound is in bytes: key and results as accounted by
-# memo.held_bytes.  benchmarks/data/jobset-16k.json's entry is ~40 KB: 80 MiB keeps ~2,000 such
-# (main kept 2,048 entries of any size).  An entry over 1 MiB is a caller's giant, not a
-# scheduler's workload: not kept.
-JQ_RESULT_BYTES = 80 * 1024 * 1024
-_jq_results: ByteLRU[tuple[str, bytes | str], list[Result]] = ByteLRU(JQ_RESULT_BYTES, max_entry=1024 * 1024)
-JQ_RESULT_CACHE = True  # the benchmark turns it off to measure cold evaluations
-
-
-def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | None) -> list[Result]:
+def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | None,
+                      cache: JqResults | None) -> list[Result]:
     key = (cd.definition.digest, inp.key)
-    cacheable = JQ_RESULT_CACHE and not cd.time_dependent
-    if cacheable:
-        hit = _jq_results.get(key)
+    if cd.time_dependent:
+        cache = None
+    if cache is not None:
+        hit = cache.get(key)
         if hit is not None:
             return hit
     row = cd.workload.run(inp, (lambda i: progress(0, i)) if progress else None)
-    if cacheable:
-        _jq_results.put(key, row, len(inp.key) + held_bytes([(r.values, r.error) for r in row]))
+    if cache is not None:
+        cache.put(key, row, len(inp.key) + held_bytes([(r.values, r.error) for r in row]))
     return row
 
 
 def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, Any]] | None = None,
-              progress: Progress | None = None) -> dict[str, Any]:
+              progress: Progress | None = None, options: EngineOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
     """The interpretation of one object (see api-contract.md). Raises InterpretationError.
 
     `progress(stage, index)` is told which expression is about to run, so a supervisor that
-    kills an overrunning evaluation can name the culprit."""
+    kills an overrunning evaluation can name the culprit.  `options`: the caller's accelerator
+    rules and jq result cache (options.py)."""
     if not definition.valid:
         raise InterpretationError(f"definition {definition.name} is invalid",
                                   [f.as_dict() for f in definition.findings if f.level == "error"])
@@ -411,11 +402,12 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     if bad:
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     cd = compiled(definition)
-    results = _results(cd.workload_index, _workload_results(cd, _checked_input(obj, cd), progress))
+    results = _results(cd.workload_index, _workload_results(cd, _checked_input(obj, cd), progress,
+                                                            options.jq_results))
 
     # Status, each component and the gang are computed independently (the reference's status
     # call does not depend on its tree build): whatever computes is returned, the rest is named.
-    ctx = _Ctx(cd, {}, [])
+    ctx = _Ctx(cd, {}, [], options.rules)
     root = cd.components[cd.order[0]]
     status = None
     try:

@@ -26,9 +26,9 @@ from cachetools import LRUCache
 
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
-from . import accelerators
 from .compiled import expression_texts
 from .interpret import InterpretationError, interpret
+from .options import DEFAULT_OPTIONS, EngineOptions
 from .worker import READY, worker_main
 
 log = logging.getLogger("wlmap.evaluator")
@@ -92,11 +92,11 @@ class _Worker:
     known: LRUCache[str, bool] = field(default_factory=lambda: LRUCache(maxsize=KNOWN_DIGESTS))
 
     @classmethod
-    def start(cls, memory_mib: int = 0) -> _Worker:
+    def start(cls, memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS) -> _Worker:
         parent, child = _ctx.Pipe(duplex=True)
         progress = _ctx.Array("i", [-1, -1], lock=False)
-        p = _ctx.Process(target=worker_main, args=(child, progress, memory_mib, accelerators.RULES.as_args()),
-                         daemon=True, name="wlmap-eval")
+        p = _ctx.Process(target=worker_main, daemon=True, name="wlmap-eval",
+                         args=(child, progress, memory_mib, options.rules.as_args(), options.jq_results is not None))
         p.start()
         child.close()
         # Serve only once it has imported the engine (a second or more on a busy machine): that
@@ -143,8 +143,9 @@ class _Request:
 
 class Pool:
     def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0,
-                 counters: PoolCounters | None = None):
+                 options: EngineOptions = DEFAULT_OPTIONS, counters: PoolCounters | None = None):
         self.size, self.deadline = max(1, size), deadline
+        self.options = options  # the workers' engine options (rules, whether jq results are reused)
         self.counters = counters or PoolCounters()
         self.queue_timeout = queue_timeout  # None: wait for a worker as long as it takes (the CLI)
         self.memory_mib = memory_mib  # each worker's address-space limit; 0: none
@@ -157,7 +158,7 @@ class Pool:
         self._closed = False
 
     def _start_worker(self) -> _Worker:
-        return _Worker.start(self.memory_mib)
+        return _Worker.start(self.memory_mib, self.options)
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -310,10 +311,14 @@ class Pool:
 
 
 class Evaluator:
+    """`options`: the engine options of every interpretation, in-process and in the workers;
+    `counters`: what the pool counts restarts, retries and refusals with (the service's metrics)."""
+
     def __init__(self, isolation: str, pool_size: int, deadline: float, queue_timeout: float | None = None,
-                 memory_mib: int = 0, counters: PoolCounters | None = None):
-        self.isolation = isolation
-        self.pool = Pool(pool_size, deadline, queue_timeout, memory_mib, counters) if isolation != "none" else None
+                 memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS, counters: PoolCounters | None = None):
+        self.isolation, self.options = isolation, options
+        self.pool = (Pool(pool_size, deadline, queue_timeout, memory_mib, options, counters) if isolation != "none"
+                     else None)
 
     async def start(self, eager: bool = True) -> None:
         """Start the workers in the background: built-in definitions are served at once, and
@@ -349,4 +354,4 @@ class Evaluator:
             # (a ConfigMap copy of a Karta resource), so name the one that was actually resolved.
             result["definition"] = {"name": d.name, "source": d.source, "digest": d.digest}
             return result
-        return interpret(obj, d, pods)
+        return interpret(obj, d, pods, options=self.options)

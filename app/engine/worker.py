@@ -18,17 +18,21 @@ from typing import Any
 import orjson
 
 from ..karta.load import Definition, NotAKarta, definition_from_document
-from . import accelerators
+from .accelerators import DEFAULT_RULES, ResourceRules
 from .interpret import InterpretationError, interpret
 from .memo import DEFINITION_FACTOR, ByteLRU, held_bytes
+from .options import EngineOptions, jq_results
 
 READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
 
 
-def worker_main(conn: Connection, progress: Any, memory_mib: int = 0, rules: Any = None) -> None:
+def worker_main(conn: Connection, progress: Any, memory_mib: int = 0,
+                rules: tuple[tuple[str, ...], tuple[str, ...]] | None = None, jq_cache: bool = True) -> None:
+    """`rules` (ResourceRules.as_args()) and `jq_cache`: the parent's engine options, as a
+    spawned process cannot share its objects (this process keeps a jq result cache of its own)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    if rules is not None:  # the parent's accelerator rules (a spawned process starts with the defaults)
-        accelerators.configure(*rules)
+    options = EngineOptions(ResourceRules(*rules) if rules is not None else DEFAULT_RULES,
+                            jq_results() if jq_cache else None)
     os.environ.clear()  # nothing secret to leak even if a shadowed builtin slipped through
     if memory_mib > 0:
         # A definition that allocates without bound (`"x" * 1e9`, a huge array) meets this limit:
@@ -48,20 +52,20 @@ def worker_main(conn: Connection, progress: Any, memory_mib: int = 0, rules: Any
         except (EOFError, OSError):
             return
         try:
-            reply = _handle(definitions, msg, report)
+            reply = _handle(definitions, msg, report, options)
         except MemoryError:  # the limit above: say so; the supervisor replaces this worker
             reply = {"error": {"title": "evaluation ran out of memory", "errors": []}, "exhausted": True}
         progress[0], progress[1] = -1, -1
         conn.send_bytes(orjson.dumps(reply))
 
 
-def _handle(definitions: dict[str, Definition], msg: bytes, report: Any) -> dict[str, Any]:
+def _handle(definitions: dict[str, Definition], msg: bytes, report: Any, options: EngineOptions) -> dict[str, Any]:
     req = orjson.loads(msg)
     if req.get("op") == "ping":
         return {"ok": "pong"}
     try:
         d = _definition(definitions, req["def"])
-        return {"ok": interpret(req["obj"], d, req.get("pods"), report)}
+        return {"ok": interpret(req["obj"], d, req.get("pods"), report, options)}
     except InterpretationError as e:
         return {"error": {"title": e.title, "errors": e.errors}}
     except _NeedDefinition:

@@ -16,7 +16,7 @@ The audit line of the request lists the `patch` check with the caller's name.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,6 +31,9 @@ from . import fleet_reads
 from .auth import may_not_patch
 from .problems import ProblemError
 from .service import Service
+
+if TYPE_CHECKING:  # the service calls these: a type only
+    from .service import Service
 
 OFF = "actions are off (--actions): this service does not write to workloads"
 

@@ -1,6 +1,6 @@
 """The HTTP API (docs/api-contract.md): the app, composed of the routers (routes/), the
-middleware (body limits, access log, the /interpret fast path), the problem+json exception
-handlers and the web UI."""
+middleware (body limits, access log, the direct routes: POST /interpret), the problem+json
+exception handlers and the web UI.  What the service is made of, wiring.build makes."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..engine import accelerators
-from ..engine import interpret as interpret_mod
 from ..ui import mount_ui
-from . import streams
+from . import wiring
 from .errors import DOMAIN_ERRORS, on_domain_error
-from .middleware import BodyLimits, ServiceMiddleware
+from .middleware import ServiceMiddleware
 from .openapi import patch_openapi
 from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation
 from .routes import (
@@ -26,22 +24,15 @@ from .routes import (
     metrics,
     workloads,
 )
-from .service import Service
+from .routes.direct import direct_routes
 from .settings import Settings
-from .state_metrics import STATE
 
 DESCRIPTION = ("Interpret any Kubernetes AI workload through Karta (NVIDIA Workload Map) definitions: "
                "normalized status, component tree, scale and resource totals, gang hints.")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings()
-    interpret_mod.JQ_RESULT_CACHE = settings.jq_result_cache
-    accelerators.configure(settings.accelerator_resources, settings.gpu_resources)  # before workers are spawned
-    streams.Limits.buffer, streams.Limits.write_timeout = settings.stream_buffer, settings.stream_write_timeout
-    streams.Limits.per_caller, streams.Limits.total = settings.max_streams_per_caller, settings.max_streams
-    BodyLimits.inflight, BodyLimits.seconds = settings.max_inflight_body_bytes, settings.body_read_timeout
-    service = Service(settings)
+    service = wiring.build(settings or Settings())
 
     app = FastAPI(title="workload-map", version=__version__, lifespan=lambda _: service.running(),
                   description=DESCRIPTION)
@@ -52,11 +43,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, on_unexpected)
-    app.add_middleware(ServiceMiddleware, max_body=settings.max_body_bytes, fast_interpret=service.interpret_body,
+    routers = (interpret.router, definitions.router, workloads.router, clusters.router, actions.router,
+               metrics.router, health.router)
+    app.add_middleware(ServiceMiddleware, limits=service.body_limits, metrics=service.metrics,
+                       direct=direct_routes(*routers),
                        authenticate=service.auth.authenticate if service.auth.enabled else None)
-    STATE.store, STATE.service = service.store, service
-    for router in (interpret.router, definitions.router, workloads.router, clusters.router, actions.router,
-                   metrics.router, health.router):
+    for router in routers:
         app.include_router(router)
     mount_ui(app)
     patch_openapi(app)

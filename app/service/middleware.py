@@ -8,13 +8,21 @@ import asyncio
 import logging
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from starlette.requests import Request
 
-from ..problem import problem_body
+from ..documents import UnencodableValue, refuse_unencodable_json
 from .auth import audit_fields
-from .metrics import REQUESTS
+from .metrics import Metrics
+from .problems import (
+    ProblemError,
+    internal_error,
+    problem_response,
+    unencodable_problem,
+)
 
 access_log = logging.getLogger("wlmap.access")
 audit_log = logging.getLogger("wlmap.audit")
@@ -59,11 +67,12 @@ DRAIN_BYTES = 16 * 1024 * 1024  # at least; 4 x --max-body-bytes if that is more
 DRAIN_SECONDS = 5.0
 
 
-# Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none).
-PUBLIC = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
+# Probes, scrapes and the API description answer without a token (kubelet and Prometheus have none);
+# `/` only redirects to the web UI.
+PUBLIC = ("/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc")
 
 
-def _unencodable_json(scope: dict[str, Any], body: bytes) -> Any:
+def _unencodable_json(scope: dict[str, Any], body: bytes) -> ProblemError | None:
     """FastAPI reads JSON bodies with Python's parser, which takes NaN, Infinity and integers of
     any size: such a body is refused here (422 naming where), as /interpret refuses it."""
     if not body:
@@ -71,9 +80,6 @@ def _unencodable_json(scope: dict[str, Any], body: bytes) -> Any:
     media = next((v for k, v in scope.get("headers") or [] if k == b"content-type"), b"application/json")
     if b"json" not in media:
         return None
-    from ..documents import UnencodableValue, refuse_unencodable_json
-    from .problems import unencodable_problem
-
     try:
         refuse_unencodable_json(body)
     except UnencodableValue as e:
@@ -86,37 +92,35 @@ def _public(path: str) -> bool:
     return path in PUBLIC or path == "/ui" or path.startswith("/ui/")
 
 
+@dataclass(frozen=True)
 class BodyLimits:
-    """Bodies are held whole while their request runs: what all requests in progress hold is
-    bounded (--max-inflight-body-bytes: 503 beyond, never less than one largest body), as is the
-    time to send one (--body-read-timeout: 408), so neither many nor slow senders can make the
-    service hold memory at will.  Set by create_app."""
+    """Bodies are held whole while their request runs: one is bounded (--max-body-bytes: 413),
+    what all requests in progress hold is bounded (--max-inflight-body-bytes: 503 beyond, never
+    less than one largest body), as is the time to send one (--body-read-timeout: 408), so
+    neither many nor slow senders can make the service hold memory at will."""
 
-    inflight = 32 * 1024 * 1024
-    seconds = 30.0
-
-
-class _Route:
-    """Stands in for the matched route of the fast path (the metric and log label)."""
-
-    path = "/interpret"
+    max_body: int = 3 * 1024 * 1024
+    inflight: int = 32 * 1024 * 1024
+    seconds: float = 30.0
 
 
-_FAST_ROUTE = _Route()
+async def _no_body() -> dict[str, Any]:
+    return {"type": "http.disconnect"}  # an answer written after the body was read never asks for more
 
 
 class ServiceMiddleware:
-    """Outermost layer: body limit, access log, latency metric; and the fast path.
+    """Outermost layer: body limit, access log, latency metric; and the hot path.
 
-    POST /interpret is the hot route (schedulers call it hundreds of times per placement
-    round); it is answered here, without the framework's routing, dependency and exception
-    layers (a third of the CPU per request, measured), by the same `Service.interpret_body`
-    the documented FastAPI route calls.  Everything else goes through FastAPI."""
+    The direct routes (routes/direct.py: POST /interpret, which schedulers call hundreds of
+    times per placement round) are answered here by their own handler, without the framework's
+    routing, dependency and exception layers.  Everything else goes through FastAPI."""
 
-    def __init__(self, app: Any, max_body: int, fast_interpret: Any = None, authenticate: Any = None):
-        self.app, self.max_body, self.fast_interpret = app, max_body, fast_interpret
+    def __init__(self, app: Any, limits: BodyLimits, metrics: Metrics, direct: dict[tuple[str, str], Any],
+                 authenticate: Any = None):
+        self.app, self.max_body, self.direct = app, limits.max_body, direct
         self.authenticate = authenticate  # (scope) -> None, raises ProblemError (401/503)
-        self.max_inflight, self.body_seconds = max(BodyLimits.inflight, max_body), BodyLimits.seconds
+        self.max_inflight, self.body_seconds = max(limits.inflight, limits.max_body), limits.seconds
+        self.requests = metrics.requests
         self.inflight = 0  # body bytes held by the requests in progress
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -167,9 +171,9 @@ class ServiceMiddleware:
                             break
             except TimeoutError:
                 chunks.clear()
-                await self._reject(scope, receive, send, info, started, problem=(
+                await self._reject(scope, receive, send, info, started, problem=ProblemError(
                     408, "body-timeout", "Request body too slow",
-                    f"the request body did not arrive within {self.body_seconds:g} s", {}))
+                    f"the request body did not arrive within {self.body_seconds:g} s"))
                 return
             body = b"".join(chunks)
         replayed = False
@@ -181,7 +185,7 @@ class ServiceMiddleware:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()  # after the body: wait for the disconnect, as a server does
 
-        async def tracking_send(msg: dict[str, Any]) -> None:
+        async def tracking_send(msg: Any) -> None:
             if msg["type"] == "http.response.start":
                 info["status"] = msg["status"]
                 _audit(scope, msg["status"])  # at the answer, so a stream is audited when it opens
@@ -189,76 +193,52 @@ class ServiceMiddleware:
 
         try:
             if self.authenticate is not None and not _public(scope["path"]):
-                from .problems import ProblemError
-
                 try:
                     await self.authenticate(scope)
                 except ProblemError as e:
-                    await self._problem(tracking_send, e, scope.get("path"))
+                    await problem_response(e, scope.get("path"))(scope, _no_body, tracking_send)
                     return
-            if self.fast_interpret is not None and scope["path"] == "/interpret" and scope["method"] == "POST":
-                scope["route"] = _FAST_ROUTE
-                await self._fast(scope, body, tracking_send)
+            if (route := self.direct.get((scope["method"], scope["path"]))) is not None:
+                scope["route"] = route  # the metric and log label, as the framework's routing sets it
+                await self._direct(route.endpoint, scope, replay, tracking_send)
             elif (refused := _unencodable_json(scope, body)) is not None:
-                await self._problem(tracking_send, refused, scope.get("path"))
+                await problem_response(refused, scope.get("path"))(scope, _no_body, tracking_send)
             else:
                 await self.app(scope, replay, tracking_send)
         finally:
             self._record(scope, info, started)
 
-    async def _fast(self, scope: dict[str, Any], raw: bytes, send: Any) -> None:
+    async def _direct(self, handler: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
         from .errors import SAID_ERRORS, problem_of
 
-        media = "application/json"
-        for name, value in scope.get("headers") or []:
-            if name == b"content-type":
-                media = value.decode("latin-1").split(";")[0].strip().lower() or media
-        status, ctype = 200, b"application/json"
         try:
-            body = orjson.dumps(await self.fast_interpret(raw, media, scope["state"]))
+            response = await handler(Request(scope, receive))
         except SAID_ERRORS as e:
-            await self._problem(send, problem_of(e), scope.get("path"))  # with its headers (Retry-After)
-            return
+            response = problem_response(problem_of(e), scope.get("path"))  # with its headers (Retry-After)
         except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
-            logging.getLogger("wlmap.http").error("unhandled error on /interpret: %s: %s", type(e).__name__, e)
-            status, ctype = 500, b"application/problem+json"
-            body = orjson.dumps(problem_body(500, "internal-error", "Internal error",
-                                             "the server failed to process the request", scope.get("path")))
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+            response = internal_error(scope.get("path"), e)
+        await response(scope, receive, send)
 
-    async def _problem(self, send: Any, e: Any, path: str | None) -> None:
-        body = orjson.dumps(e.body(path))
-        headers = [(b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode())]
-        headers += [(k.lower().encode(), v.encode()) for k, v in e.headers.items()]
-        await send({"type": "http.response.start", "status": e.status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-    def _busy(self) -> tuple[int, str, str, str, dict[str, str]]:
-        return (503, "busy", "Server busy",
-                f"the requests in progress hold {self.max_inflight} bytes of bodies (--max-inflight-body-bytes); "
-                "try again shortly", {"retry-after": "1"})
+    def _busy(self) -> ProblemError:
+        return ProblemError(503, "busy", "Server busy",
+                            f"the requests in progress hold {self.max_inflight} bytes of bodies "
+                            "(--max-inflight-body-bytes); try again shortly", headers={"retry-after": "1"})
 
     async def _reject(self, scope: dict[str, Any], receive: Any, send: Any, info: dict[str, Any], started: float,
-                      more: bool = True, problem: tuple[int, str, str, str, dict[str, str]] | None = None) -> None:
-        """413 (or `problem`: status, slug, title, detail, headers), then drain the rest of the
-        body (bounded, nothing kept) and close.
+                      more: bool = True, problem: ProblemError | None = None) -> None:
+        """413 (or `problem`), then drain the rest of the body (bounded, nothing kept) and close.
 
         The answer is written whole at once, but its last (empty) body message is held back
         while the body is drained: uvicorn closes the connection as soon as a `connection:
         close` response is complete, and from then on its `receive()` only says disconnect, so
         draining must happen before completion.  `more` is False when the body has already
         been read to its end."""
-        status, slug, title, detail, headers = problem or (
-            413, "body-too-large", "Request body too large", f"the request body exceeds {self.max_body} bytes", {})
-        body = orjson.dumps(problem_body(status, slug, title, detail, scope.get("path")))
-        info["status"] = status
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/problem+json"),
-                                (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
-                                *((k.encode(), v.encode()) for k, v in headers.items())]})
-        await send({"type": "http.response.body", "body": body, "more_body": True})
+        answer = problem_response(problem or ProblemError(413, "body-too-large", "Request body too large",
+                                                          f"the request body exceeds {self.max_body} bytes"),
+                                  scope.get("path"), {"connection": "close"})
+        info["status"] = answer.status_code
+        await send({"type": "http.response.start", "status": answer.status_code, "headers": answer.raw_headers})
+        await send({"type": "http.response.body", "body": answer.body, "more_body": True})
         self._record(scope, info, started)  # the latency of the answer, not of the drain
         if more:
             left = max(DRAIN_BYTES, 4 * self.max_body)
@@ -280,7 +260,7 @@ class ServiceMiddleware:
         duration = time.perf_counter() - started
         route = scope.get("route")
         template = getattr(route, "path", None) or "unmatched"
-        REQUESTS.labels(template, scope.get("method", ""), str(info["status"])).observe(duration)
+        self.requests.labels(template, scope.get("method", ""), str(info["status"])).observe(duration)
         state = scope.get("state") or {}
         fields = {"route": template, "method": scope.get("method"), "path": scope.get("path"),
                   "status": info["status"], "duration_ms": round(duration * 1000, 3)}

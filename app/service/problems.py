@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
@@ -43,10 +44,18 @@ def envelope(model: Any, doc: Any, expected: str) -> Any:
                             for err in e.errors()]) from None
 
 
-def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None = None,
-                     errors: list[dict[str, Any]] | None = None) -> Response:
-    return Response(orjson.dumps(problem_body(status, slug, title, detail, instance, errors)), status_code=status,
-                    media_type=PROBLEM_JSON)
+def problem_response(e: ProblemError, instance: str | None, headers: dict[str, str] | None = None) -> Response:
+    """The one writer of a problem answer (the exception handlers and the middleware's): its
+    document, status and headers (Retry-After...), and `headers` beyond them."""
+    return Response(orjson.dumps(e.body(instance)), status_code=e.status, media_type=PROBLEM_JSON,
+                    headers={**e.headers, **(headers or {})})
+
+
+def internal_error(instance: str | None, exc: BaseException) -> Response:
+    """The 500 answer of an error no handler expected: logged here, never a stack trace to the caller."""
+    logging.getLogger("wlmap.http").error("unhandled error on %s: %s: %s", instance, type(exc).__name__, exc)
+    return problem_response(ProblemError(500, "internal-error", "Internal error",
+                                         "the server failed to process the request"), instance)
 
 
 _TITLES = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
@@ -55,17 +64,14 @@ _TITLES = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not 
 
 
 async def on_problem(request: Request, exc: ProblemError) -> Response:
-    return Response(orjson.dumps(exc.body(request.url.path)), status_code=exc.status, media_type=PROBLEM_JSON,
-                    headers=exc.headers)
+    return problem_response(exc, request.url.path)
 
 
 async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
     title = _TITLES.get(exc.status_code, "Error")
     detail = exc.detail if isinstance(exc.detail, str) else title
-    resp = problem_response(exc.status_code, title.lower().replace(" ", "-"), title, detail, request.url.path)
-    for k, v in (exc.headers or {}).items():
-        resp.headers[k] = v
-    return resp
+    return problem_response(ProblemError(exc.status_code, title.lower().replace(" ", "-"), title, detail),
+                            request.url.path, dict(exc.headers or {}))
 
 
 async def on_validation(request: Request, exc: RequestValidationError) -> Response:
@@ -75,16 +81,12 @@ async def on_validation(request: Request, exc: RequestValidationError) -> Respon
         if loc and loc[0] in ("body", "query", "path", "header"):
             loc = loc[1:]
         errors.append({"path": ".".join(loc), "message": str(e.get("msg"))})
-    return problem_response(422, "invalid-request", "Invalid request", "the request does not match its schema",
-                            request.url.path, errors)
+    return problem_response(ProblemError(422, "invalid-request", "Invalid request",
+                                         "the request does not match its schema", errors), request.url.path)
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
-    import logging
-
-    logging.getLogger("wlmap.http").error("unhandled error on %s: %s: %s", request.url.path, type(exc).__name__, exc)
-    return problem_response(500, "internal-error", "Internal error", "the server failed to process the request",
-                            request.url.path)
+    return internal_error(request.url.path, exc)
 
 
 def unencodable_problem(e: UnencodableValue, what: str = "body") -> ProblemError:

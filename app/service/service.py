@@ -24,6 +24,7 @@ from starlette.responses import Response
 
 from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
 from ..engine.interpret import InterpretationError, phase_of
+from ..engine.options import EngineOptions
 from ..engine.pool import (
     EvaluationBusy,
     EvaluationCrashed,
@@ -38,16 +39,19 @@ from ..karta.registry import AmbiguousDefinition
 from ..karta.store import DefinitionStore
 from ..model.protocol import ClusterModel
 from ..store.errors import StoreUnavailable
-from . import fleet_reads, metrics, streams
+from . import fleet_reads
 from .auth import Authorizer
 from .bodies import JSON, decode
 from .cluster import Cluster, cluster_specs
 from .errors import lookup_problem
 from .inline import InlineDefinitions
+from .metrics import Metrics
+from .middleware import BodyLimits
 from .models import InterpretRequest
 from .problems import ProblemError, envelope
 from .settings import Settings, auth_mode, fleet_mode
 from .shutdown import stop_on_signal
+from .streams import Limits
 from .workload_metrics import WorkloadMetrics
 
 if TYPE_CHECKING:  # (the store's parts load the Redis client: only behind a store)
@@ -81,10 +85,14 @@ def metric_label(d: Definition) -> str:
 
 
 class Service:
-    """State shared by the handlers of one process."""
+    """State shared by the handlers of one process.  Its parts are made from the settings by
+    wiring.build (the one place that does), and passed in: the engine's options, the stream
+    and body limits, the metrics."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, engine: EngineOptions, streams: Limits, body_limits: BodyLimits,
+                 metrics: Metrics):
         self.settings = settings
+        self.engine, self.streams, self.body_limits, self.metrics = engine, streams, body_limits, metrics
         home, others = cluster_specs(settings)  # SpecError: a --cluster that cannot work
         self.cluster_wanted = home is not None or bool(others)
         self.fleet_mode = fleet_mode(settings)  # rows, interpretations and metrics name their cluster
@@ -96,10 +104,10 @@ class Service:
         self.auth = Authorizer(auth_mode(settings) == "kubernetes",
                                lambda: self.cluster.access if self.cluster is not None else None)
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
-                                   settings.eval_queue_timeout, settings.eval_worker_memory,
-                                   PoolCounters(restarts=metrics.WORKER_RESTARTS.inc,
-                                                queue_timeouts=metrics.WORKER_QUEUE_TIMEOUTS.inc,
-                                                retries=metrics.WORKER_RETRIES.inc))
+                                   settings.eval_queue_timeout, settings.eval_worker_memory, engine,
+                                   PoolCounters(restarts=metrics.worker_restarts.inc,
+                                                queue_timeouts=metrics.worker_queue_timeouts.inc,
+                                                retries=metrics.worker_retries.inc))
         self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()
@@ -116,7 +124,7 @@ class Service:
         await self.evaluator.start(eager=bool(settings.definitions) or settings.isolation == "all")
         watcher = asyncio.create_task(self.store.watch(self.stop)) if self.store.folders else None
         restore_signals = stop_on_signal(self.stop)  # SIGTERM: streams end at once, not at the timeout
-        self.background.append(asyncio.create_task(streams.end_on(self.stop)))
+        self.background.append(asyncio.create_task(self.streams.end_on(self.stop)))
         if self.cluster_wanted:
             self.cluster = await Cluster.connect(self.store, settings, self.evaluate)
             self.cluster.start(self.stop)
@@ -231,29 +239,29 @@ class Service:
         return obj, d
 
     async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
-        label = metric_label(d)
+        label, metrics = metric_label(d), self.metrics
         try:
             result = await self.evaluator.interpret(d, obj, pods)
         except InterpretationError as e:
-            metrics.INTERPRETATION_ERRORS.labels(label, "definition").inc()
+            metrics.interpretation_errors.labels(label, "definition").inc()
             raise ProblemError(422, "interpretation-failed", "Interpretation failed", str(e), e.errors) from None
         except EvaluationTimeout as e:
-            metrics.DEADLINE_HITS.labels(label).inc()
-            metrics.INTERPRETATION_ERRORS.labels(label, "deadline").inc()
+            metrics.deadline_hits.labels(label).inc()
+            metrics.interpretation_errors.labels(label, "deadline").inc()
             raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
                                [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
         except EvaluationOutOfMemory as e:
-            metrics.INTERPRETATION_ERRORS.labels(label, "memory").inc()
+            metrics.interpretation_errors.labels(label, "memory").inc()
             raise ProblemError(422, "evaluation-memory-exceeded", "Evaluation memory exceeded", str(e)) from None
         except EvaluationBusy as e:  # the live model retries these later; a client is told when
             raise ProblemError(503, "evaluation-busy", "Evaluation workers busy", str(e),
                                headers={"Retry-After": str(e.retry_after)}) from None
         except EvaluationCrashed as e:
-            metrics.INTERPRETATION_ERRORS.labels(label, "crash").inc()
+            metrics.interpretation_errors.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
-        metrics.INTERPRETATIONS.labels(label, phase_of(result)).inc()
+        metrics.interpretations.labels(label, phase_of(result)).inc()
         for e in result.get("errors") or []:
-            metrics.PARTIAL_PARTS.labels(label, e["part"]).inc()
+            metrics.partial_parts.labels(label, e["part"]).inc()
         return result
 
     # -- cluster ---------------------------------------------------------------------------

@@ -402,9 +402,12 @@ def add_resource_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def configure_resources(args: argparse.Namespace) -> None:
-    """Resolve the flags (else the environment, else the defaults) into args and into the engine."""
+    """Resolve the flags (else the environment, else the defaults) into args, and the engine
+    options a command interprets with into `args.engine` (ValueError: a bad WLMAP_* value)."""
+    from ..engine.options import engine_options
+
     vars(args).update(_resource_rules(args))
-    accelerators.configure(args.accelerator_resources, args.gpu_resources)
+    args.engine = engine_options(args.accelerator_resources, args.gpu_resources)
 
 
 def cluster_enabled(s: Settings) -> bool:

@@ -7,17 +7,15 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..engine import compiled as compiled_cache
-from ..karta.store import DefinitionStore
-from . import metrics
 from .service import Service
 
 
-class _StateCollector:
-    """Counters kept by the engine and the definition store, read at scrape time."""
+class StateCollector:
+    """Counters kept by the engine, the definition store and the clusters of one service, read
+    at scrape time (wiring.build registers it on the service's registry)."""
 
-    def __init__(self) -> None:
-        self.store: DefinitionStore | None = None
-        self.service: Service | None = None
+    def __init__(self, service: Service) -> None:
+        self.service = service
 
     def collect(self) -> Any:
         c = CounterMetricFamily("wlmap_compile_cache", "Compiled-definition cache lookups (in-process)",
@@ -25,13 +23,12 @@ class _StateCollector:
         c.add_metric(["hit"], compiled_cache.stats["hits"])
         c.add_metric(["miss"], compiled_cache.stats["misses"])
         yield c
-        if self.store is not None:
-            r = CounterMetricFamily("wlmap_definition_reloads", "Definition source reloads, by result",
-                                    labels=["result"])
-            r.add_metric(["ok"], self.store.reloads["ok"])
-            r.add_metric(["failed"], self.store.reloads["failed"])
-            yield r
-        cluster = self.service.cluster if self.service is not None else None
+        store = self.service.store
+        r = CounterMetricFamily("wlmap_definition_reloads", "Definition source reloads, by result", labels=["result"])
+        r.add_metric(["ok"], store.reloads["ok"])
+        r.add_metric(["failed"], store.reloads["failed"])
+        yield r
+        cluster = self.service.cluster
         if cluster is not None:
             d = CounterMetricFamily("wlmap_discovery_fetches", "API discovery documents fetched (misses are cached, "
                                     "so unknown kinds cannot cause discovery storms)")
@@ -50,7 +47,4 @@ class _StateCollector:
             if cluster.sharing is not None:
                 yield from cluster.sharing.metrics()
 
-
-STATE = _StateCollector()
-metrics.REGISTRY.register(STATE)
 

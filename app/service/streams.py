@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import orjson
 from sse_starlette.sse import EventSourceResponse, SendTimeoutError, ServerSentEvent
@@ -46,15 +46,30 @@ HEARTBEAT = 15.0  # seconds between bookmarks
 
 class Limits:
     """Per-client bounds (--stream-buffer, --stream-write-timeout), how many streams may be open
-    (--max-streams-per-caller, --max-streams), and who is streaming now."""
+    (--max-streams-per-caller, --max-streams), who is streaming now, and the stop that ends
+    them: one per service (wiring.build), passed to every stream it serves."""
 
-    buffer = 1000  # events buffered per client
-    write_timeout = 10.0  # a write blocked this long means the client is gone or stuck
-    per_caller = 10  # streams one caller may hold open at once
-    total = 1000  # streams this process serves at once
-    open = {"list": 0, "workload": 0}
-    callers: dict[str, int] = {}  # open streams by caller
-    streams = 0  # open streams in all
+    def __init__(self, buffer: int = 1000, write_timeout: float = 10.0, per_caller: int = 10, total: int = 1000):
+        self.buffer = buffer  # events buffered per client
+        self.write_timeout = write_timeout  # a write blocked this long means the client is gone or stuck
+        self.per_caller = per_caller  # streams one caller may hold open at once
+        self.total = total  # streams this process serves at once
+        self.open = {"list": 0, "workload": 0}
+        self.callers: dict[str, int] = {}  # open streams by caller
+        self.streams = 0  # open streams in all
+        # Streams end when the service's stop event is set (shutdown.py): each waiting stream
+        # registers the event it sleeps on, and `end_on` wakes them all.
+        self.stop: asyncio.Event | None = None
+        self.wakes: set[asyncio.Event] = set()
+
+    def ending(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    async def end_on(self, stop: asyncio.Event) -> None:
+        self.stop = stop
+        await stop.wait()
+        for wake in list(self.wakes):
+            wake.set()
 
 
 RETRY_AFTER = "10"  # seconds: a slot frees only when some stream ends
@@ -65,21 +80,22 @@ class Slot:
     exactly once, whichever way the stream ends (done, client gone, write timeout, error): by
     the response when it finishes, or when dropped if the response never ran."""
 
-    def __init__(self, caller: str):
-        self.caller, self.held = caller, True
-        Limits.callers[caller] = Limits.callers.get(caller, 0) + 1
-        Limits.streams += 1
+    def __init__(self, limits: Limits, caller: str):
+        self.limits, self.caller, self.held = limits, caller, True
+        limits.callers[caller] = limits.callers.get(caller, 0) + 1
+        limits.streams += 1
 
     def release(self) -> None:
         if not self.held:
             return
         self.held = False
-        Limits.streams -= 1
-        left = Limits.callers.get(self.caller, 1) - 1
+        limits = self.limits
+        limits.streams -= 1
+        left = limits.callers.get(self.caller, 1) - 1
         if left > 0:
-            Limits.callers[self.caller] = left
+            limits.callers[self.caller] = left
         else:
-            Limits.callers.pop(self.caller, None)
+            limits.callers.pop(self.caller, None)
 
     def __del__(self) -> None:
         self.release()
@@ -94,37 +110,18 @@ def caller_of(request: Request) -> str:
     return "address:" + (request.client.host if request.client is not None else "?")
 
 
-def take_slot(request: Request) -> Slot:
+def take_slot(limits: Limits, request: Request) -> Slot:
     """A slot for a new stream, or a 429 problem when the caller or the process has no more."""
     caller = caller_of(request)
-    if Limits.streams >= Limits.total:
+    if limits.streams >= limits.total:
         raise ProblemError(429, "too-many-streams", "Too many streams",
-                           f"this service already serves {Limits.total} streams (--max-streams); try again later",
+                           f"this service already serves {limits.total} streams (--max-streams); try again later",
                            headers={"Retry-After": RETRY_AFTER})
-    if Limits.callers.get(caller, 0) >= Limits.per_caller:
+    if limits.callers.get(caller, 0) >= limits.per_caller:
         raise ProblemError(429, "too-many-streams", "Too many streams",
-                           f"you already hold {Limits.per_caller} open streams (--max-streams-per-caller); "
+                           f"you already hold {limits.per_caller} open streams (--max-streams-per-caller); "
                            "close one, or try again later", headers={"Retry-After": RETRY_AFTER})
-    return Slot(caller)
-
-
-class Ending:
-    """Streams end when the service's stop event is set (shutdown.py): each waiting stream
-    registers the event it sleeps on, and `end_on` wakes them all."""
-
-    stop: asyncio.Event | None = None
-    wakes: ClassVar[set[asyncio.Event]] = set()
-
-    @classmethod
-    def now(cls) -> bool:
-        return cls.stop is not None and cls.stop.is_set()
-
-
-async def end_on(stop: asyncio.Event) -> None:
-    Ending.stop = stop
-    await stop.wait()
-    for wake in list(Ending.wakes):
-        wake.set()
+    return Slot(limits, caller)
 
 
 class _Closing:
@@ -149,9 +146,11 @@ class _Closing:
 class _NdjsonResponse(_Closing, StreamingResponse):
     """Newline-delimited JSON whose every write must finish within the write timeout."""
 
+    write_timeout = 10.0
+
     async def stream_response(self, send: Send) -> None:
         async def bounded(msg: Any) -> None:
-            await asyncio.wait_for(send(msg), Limits.write_timeout)
+            await asyncio.wait_for(send(msg), self.write_timeout)
 
         await super().stream_response(bounded)
 
@@ -176,17 +175,19 @@ def _frame(sse: bool, payload: dict[str, Any], token: str) -> Any:
 
 def respond(request: Request, frames: AsyncIterator[Any], slot: Slot) -> Any:
     response: _SseResponse | _NdjsonResponse
+    timeout = slot.limits.write_timeout
     if wants_sse(request):
-        response = _SseResponse(frames, send_timeout=Limits.write_timeout, headers={"Cache-Control": "no-store"})
+        response = _SseResponse(frames, send_timeout=timeout, headers={"Cache-Control": "no-store"})
     else:
         response = _NdjsonResponse(frames, media_type=WATCH, headers={"Cache-Control": "no-store"})
+        response.write_timeout = timeout
     response.slot = slot
     return response
 
 
-def _slow(sse: bool, token: str) -> Any:
+def _slow(sse: bool, token: str, buffer: int) -> Any:
     problem = problem_body(429, "slow-client", "Stream client too slow",
-                           f"more than {Limits.buffer} changes waited for this client; resume from the last id received "
+                           f"more than {buffer} changes waited for this client; resume from the last id received "
                            "(or list again)", None)
     return _frame(sse, {"type": "ERROR", "object": problem}, token)
 
@@ -262,7 +263,7 @@ def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
     return present
 
 
-async def _log_stream(request: Request, log: ChangeLog, accept: Callable[[Event], bool],
+async def _log_stream(limits: Limits, request: Request, log: ChangeLog, accept: Callable[[Event], bool],
                 snapshot: Callable[[], list[Event]], visible: Visible, query: ListQuery | None = None) -> Any:
     """A stream of a log's events: the current state (or, resuming, what came after the token),
     a BOOKMARK marking its end, then every accepted event as it is published."""
@@ -271,12 +272,12 @@ async def _log_stream(request: Request, log: ChangeLog, accept: Callable[[Event]
     present = _filtered(visible, query, bool(token))
     backlog: list[Event] = []
     initial: list[Event] = []
-    slot = take_slot(request)
+    slot = take_slot(limits, request)
     # No await between reading the state and subscribing: nothing can slip in between.  A resume
     # subscribes first, then reads what came after its token (from the store, maybe): events seen
     # twice are sent once.
     at = log.seq
-    sub = log.subscribe(accept, Limits.buffer)
+    sub = log.subscribe(accept, limits.buffer)
     try:
         if token:
             backlog = [e for e in await log.after(token) if accept(e)]
@@ -292,8 +293,8 @@ async def _log_stream(request: Request, log: ChangeLog, accept: Callable[[Event]
         raise
 
     async def frames() -> AsyncIterator[Any]:
-        Limits.open["list"] += 1
-        Ending.wakes.add(sub.wake)
+        limits.open["list"] += 1
+        limits.wakes.add(sub.wake)
         try:
             for ev in initial:
                 if (sent := await present(ev, "ADDED")) is not None:
@@ -303,12 +304,12 @@ async def _log_stream(request: Request, log: ChangeLog, accept: Callable[[Event]
                     yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
             last = backlog[-1].seq if backlog else (log.parse(token) if token else at)
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, log.token(last))
-            while not Ending.now():
+            while not limits.ending():
                 ev = await sub.next(HEARTBEAT)
-                if Ending.now():
+                if limits.ending():
                     return
                 if sub.overflowed:
-                    yield _slow(sse, log.token(last))
+                    yield _slow(sse, log.token(last), limits.buffer)
                     return
                 if ev is None:
                     yield _frame(sse, {"type": "BOOKMARK"}, log.token(max(last, log.seq)))
@@ -319,8 +320,8 @@ async def _log_stream(request: Request, log: ChangeLog, accept: Callable[[Event]
                 if (sent := await present(ev, ev.type)) is not None:
                     yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
         finally:
-            Limits.open["list"] -= 1
-            Ending.wakes.discard(sub.wake)
+            limits.open["list"] -= 1
+            limits.wakes.discard(sub.wake)
             sub.close()
 
     return respond(request, frames(), slot)
@@ -330,8 +331,8 @@ def _rows(model: ClusterModel, cluster: str | None = None) -> list[Event]:
     return [Event(0, "ADDED", row_key(row), row, cluster=cluster) for row, _ in model.rows()]
 
 
-async def list_stream(request: Request, model: ClusterModel, namespace: str | None, kind: str | None,
-                      allow: Allow, query: ListQuery | None = None) -> Any:
+async def list_stream(limits: Limits, request: Request, model: ClusterModel, namespace: str | None,
+                      kind: str | None, allow: Allow, query: ListQuery | None = None) -> Any:
     await _wait_synced(model)
     kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
              if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))}
@@ -343,13 +344,13 @@ async def list_stream(request: Request, model: ClusterModel, namespace: str | No
     async def visible(ev: Event) -> dict[str, Any] | None:
         return await _shown(allow, kinds[ev.key[:2]], namespace, ev)  # type: ignore[index]
 
-    return await _log_stream(request, model.events, accept, lambda: _rows(model), visible, query)
+    return await _log_stream(limits, request, model.events, accept, lambda: _rows(model), visible, query)
 
 
 # -- one workload ---------------------------------------------------------------------------
 
-async def workload_stream(request: Request, model: ClusterModel, namespace: str, name: str, kind: str | None,
-                          api_version: str | None, with_pods: bool, allow: Allow) -> Any:
+async def workload_stream(limits: Limits, request: Request, model: ClusterModel, namespace: str, name: str,
+                          kind: str | None, api_version: str | None, with_pods: bool, allow: Allow) -> Any:
     await _wait_synced(model)
     sse = wants_sse(request)
     try:
@@ -367,7 +368,7 @@ async def workload_stream(request: Request, model: ClusterModel, namespace: str,
             known_digest = model.resumed(token, key)
         except TokenError as e:
             raise problem_of(e) from None
-    slot = take_slot(request)
+    slot = take_slot(limits, request)
     wake = asyncio.Event()
     model.watchers.setdefault(key, set()).add(wake)
 
@@ -384,8 +385,8 @@ async def workload_stream(request: Request, model: ClusterModel, namespace: str,
 
     async def frames() -> AsyncIterator[Any]:
         nonlocal body
-        Limits.open["workload"] += 1
-        Ending.wakes.add(wake)
+        limits.open["workload"] += 1
+        limits.wakes.add(wake)
         try:
             last = _digest(body)
             # a bookmark repeats the token of the last state sent: resuming from it sends what changed since
@@ -396,14 +397,14 @@ async def workload_stream(request: Request, model: ClusterModel, namespace: str,
                                    "object": orjson.Fragment(body)}, sent)
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, sent)
             gone = False
-            while not Ending.now():
+            while not limits.ending():
                 try:
                     await asyncio.wait_for(wake.wait(), HEARTBEAT)
                 except asyncio.TimeoutError:
                     yield _frame(sse, {"type": "BOOKMARK"}, sent)
                     continue
                 wake.clear()
-                if Ending.now():
+                if limits.ending():
                     return
                 await asyncio.sleep(0.02)  # a burst of pod updates of one workload: one event
                 now = await current()
@@ -420,8 +421,8 @@ async def workload_stream(request: Request, model: ClusterModel, namespace: str,
                 sent = record(digest)
                 yield _frame(sse, {"type": kind_, "object": orjson.Fragment(now)}, sent)
         finally:
-            Limits.open["workload"] -= 1
-            Ending.wakes.discard(wake)
+            limits.open["workload"] -= 1
+            limits.wakes.discard(wake)
             s = model.watchers.get(key)
             if s is not None:
                 s.discard(wake)
@@ -447,8 +448,8 @@ async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.1)
 
 
-async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] | None, namespace: str | None,
-                            kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool,
+async def fleet_list_stream(limits: Limits, request: Request, fleet: Fleet, clusters: list[str] | None,
+                            namespace: str | None, kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool,
                             query: ListQuery | None = None) -> Any:
     """The list stream over several clusters: every row carries its cluster; one resume token
     covers them all (the members share one event log)."""
@@ -490,10 +491,10 @@ async def fleet_list_stream(request: Request, fleet: Fleet, clusters: list[str] 
         return [ev for m in fleet.members.values() if m.model is not None and (wanted is None or m.name in wanted)
                 for ev in _rows(m.model, m.name)]
 
-    return await _log_stream(request, fleet.events, accept, snapshot, visible, query)
+    return await _log_stream(limits, request, fleet.events, accept, snapshot, visible, query)
 
 
-async def cluster_stream(request: Request, fleet: Fleet) -> Any:
+async def cluster_stream(limits: Limits, request: Request, fleet: Fleet) -> Any:
     """GET /clusters?watch=true: each cluster's /clusters item as it changes."""
 
     def accept(ev: Event) -> bool:
@@ -502,5 +503,5 @@ async def cluster_stream(request: Request, fleet: Fleet) -> Any:
     async def visible(ev: Event) -> dict[str, Any]:
         return ev.object  # type: ignore[no-any-return]
 
-    return await _log_stream(request, fleet.events, accept,
+    return await _log_stream(limits, request, fleet.events, accept,
                        lambda: [Event(0, "ADDED", (*CLUSTER_KEY, i["name"]), i) for i in fleet.items()], visible)

@@ -11,13 +11,16 @@ suspend's is (actions.py: the caller's `patch` right asked before the read, 409 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.update import UpdateError, attempts, read_back_problems
 from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
 from .service import Read, Service
+
+if TYPE_CHECKING:  # the service calls these: a type only
+    from .service import Service
 
 MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
 

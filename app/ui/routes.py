@@ -69,6 +69,7 @@ async def _shell(request: Request) -> Response:
 def mount_ui(app: FastAPI) -> None:
     """Add the web UI to the service (call after the API routes)."""
 
+    @app.get("/", include_in_schema=False)  # a browser opened on the service's address lands on the pages
     @app.get("/ui", include_in_schema=False)
     async def ui_root(request: Request) -> Response:
         base = str(request.scope.get("root_path") or "").rstrip("/")

@@ -326,7 +326,13 @@ def metrics_for_workloads(x: Ctx) -> None:
     service_view("/metrics/workloads", needs_model=True)(x)
 
 
+def redirects_to_the_ui(x: Ctx) -> None:
+    r = x.client().get("/")
+    assert r.status_code == 307 and r.headers["location"] == "/ui/", r.text
+
+
 ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
+    ("GET", "/"): [redirects_to_the_ui],
     ("GET", "/healthz"): [open_route("/healthz")],
     ("GET", "/readyz"): [open_route("/readyz")],
     ("GET", "/metrics"): [open_route("/metrics")],

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from app.engine.interpret import InterpretationError, interpret
+from app.engine.options import DEFAULT_OPTIONS, EngineOptions
 from app.karta.load import Definition, definition_from_document
 
 GROUP, VERSION, KIND = "acme.example.com", "v1", "Thing"
@@ -97,10 +98,12 @@ def pod(name: str, labels: dict | None = None, spec: dict | None = None, status:
     return p
 
 
-def run(doc: dict, obj: dict | None = None, pods: list[dict] | None = None) -> dict:
+def run(doc: dict, obj: dict | None = None, pods: list[dict] | None = None,
+        options: EngineOptions = DEFAULT_OPTIONS) -> dict:
     d = load(doc)
     assert d.valid, errors(d)
-    return interpret(copy.deepcopy(obj if obj is not None else workload()), d, copy.deepcopy(pods) if pods is not None else None)
+    return interpret(copy.deepcopy(obj if obj is not None else workload()), d,
+                     copy.deepcopy(pods) if pods is not None else None, options=options)
 
 
 class Failure:

@@ -8,18 +8,12 @@ from __future__ import annotations
 import pytest
 from karta_kit import child, karta, node, root, run, workload
 
-from app.engine import accelerators
+from app.engine.accelerators import resource_rules
+from app.engine.options import DEFAULT_OPTIONS, EngineOptions
 from app.engine.quantity import QuantityError
 from app.engine.totals import add_totals
 
 GPU = "nvidia.com/gpu"
-
-
-@pytest.fixture(autouse=True)
-def default_rules():
-    accelerators.configure()
-    yield
-    accelerators.configure()
 
 
 def deployment_doc() -> dict:
@@ -28,10 +22,11 @@ def deployment_doc() -> dict:
                       scaleDefinition={"replicasPath": ".spec.replicas"}))
 
 
-def deploy(requests: dict, replicas: int = 2, limits: dict | None = None) -> dict:
+def deploy(requests: dict, replicas: int = 2, limits: dict | None = None,
+           options: EngineOptions = DEFAULT_OPTIONS) -> dict:
     res = {"requests": requests} | ({"limits": limits} if limits else {})
     return run(deployment_doc(), workload({"replicas": replicas, "template": {"spec": {"containers": [
-        {"name": "main", "image": "img", "resources": res}]}}}))
+        {"name": "main", "image": "img", "resources": res}]}}}), options=options)
 
 
 # -- vendors ------------------------------------------------------------------------------------
@@ -88,21 +83,25 @@ def test_mixed_workload_across_components():
 
 
 def test_custom_patterns_replace_the_lists():
-    accelerators.configure(["example.com/fpga", "nvidia.com/mig-*"], ["example.com/fpga"])
-    out = deploy({"example.com/fpga": "1", GPU: "4", "nvidia.com/mig-2g.10gb": "1"}, replicas=2)
+    fpga = EngineOptions(resource_rules(["example.com/fpga", "nvidia.com/mig-*"], ["example.com/fpga"]))
+    requests = {"example.com/fpga": "1", GPU: "4", "nvidia.com/mig-2g.10gb": "1"}
+    out = deploy(requests, replicas=2, options=fpga)
     assert out["totals"]["accelerators"] == {"example.com/fpga": 2, "nvidia.com/mig-2g.10gb": 2}
     assert out["totals"]["gpus"] == 2
-    accelerators.configure(gpus=[GPU])  # the reference library's rule: only nvidia.com/gpu is a GPU
-    out = deploy({"amd.com/gpu": "1", GPU: "4"}, replicas=2)
+    # the same pod definition with the default rules (its facts are cached by resources and rules)
+    assert deploy(requests, replicas=2)["totals"]["accelerators"] == {GPU: 8, "nvidia.com/mig-2g.10gb": 2}
+    reference = EngineOptions(resource_rules(gpus=[GPU]))  # the reference library's rule: only nvidia.com/gpu
+    out = deploy({"amd.com/gpu": "1", GPU: "4"}, replicas=2, options=reference)
     assert out["totals"]["gpus"] == 8
     assert out["totals"]["accelerators"] == {"amd.com/gpu": 2, GPU: 8}
+    assert deploy({"amd.com/gpu": "1", GPU: "4"}, replicas=2)["totals"]["gpus"] == 10
 
 
 def test_bad_pattern_is_refused():
     with pytest.raises(ValueError, match="not a resource name"):
-        accelerators.configure(["nvidia.com/[gpu]"])
+        resource_rules(["nvidia.com/[gpu]"])
     with pytest.raises(ValueError, match="at least one"):
-        accelerators.configure(gpus=[" "])
+        resource_rules(gpus=[" "])
 
 
 # -- integer units --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from app.engine import interpret as interpret_mod
 from app.engine.interpret import interpret
 from app.engine.memo import ByteLRU, Memo
+from app.engine.options import DEFAULT_OPTIONS, EngineOptions
 from app.karta.load import load_builtin
 from app.karta.registry import Registry
 
@@ -33,50 +34,59 @@ def _big_jobset(i: int, size: int) -> dict:
 
 
 @pytest.fixture()
-def small_caches(monkeypatch: pytest.MonkeyPatch) -> tuple[ByteLRU, Memo]:
-    results: ByteLRU = ByteLRU(16 * MiB)
+def small_caches(monkeypatch: pytest.MonkeyPatch) -> tuple[EngineOptions, ByteLRU, Memo]:
+    results: ByteLRU = ByteLRU(16 * MiB)  # no bound per entry: the test holds entries of several MiB
     facts: Memo = Memo(maxsize=4096, max_bytes=64 * MiB)
-    monkeypatch.setattr(interpret_mod, "_jq_results", results)
     monkeypatch.setattr(interpret_mod, "_pod_facts", facts)
-    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
-    return results, facts
+    return EngineOptions(jq_results=results), results, facts
 
 
-def test_jq_results_are_accounted_by_key_and_value_bytes(small_caches: tuple[ByteLRU, Memo]):
-    results, facts = small_caches
+def test_jq_results_are_accounted_by_key_and_value_bytes(small_caches: tuple[EngineOptions, ByteLRU, Memo]):
+    options, results, facts = small_caches
     assert DEFINITION is not None
-    first = interpret(_big_jobset(0, 50_000), DEFINITION)
+    first = interpret(_big_jobset(0, 50_000), DEFINITION, options=options)
     assert len(results) == 1 and results.bytes > 3 * 50_000  # the key alone holds the three templates
     assert 0 < facts.bytes < 10_000  # the pod facts, keyed by resources: the 50 KB args are not in the key
-    again = interpret(_big_jobset(0, 50_000), DEFINITION)
+    again = interpret(_big_jobset(0, 50_000), DEFINITION, options=options)
     assert again == first and len(results) == 1  # the same object again: the results are reused
 
 
-def test_distinct_big_objects_stay_within_the_bounds(small_caches: tuple[ByteLRU, Memo]):
-    results, facts = small_caches
+def test_distinct_big_objects_stay_within_the_bounds(small_caches: tuple[EngineOptions, ByteLRU, Memo]):
+    options, results, facts = small_caches
     assert DEFINITION is not None
     for i in range(40):  # 40 x 300 KB of keys, ~2.7 MB each with the results that hold the templates
-        interpret(_big_jobset(i, 100_000), DEFINITION)
+        interpret(_big_jobset(i, 100_000), DEFINITION, options=options)
         assert results.bytes <= 16 * MiB and facts.bytes <= 64 * MiB
     assert 0 < len(results) < 40
 
 
 def test_the_default_bounds_are_in_bytes():
-    assert isinstance(interpret_mod._jq_results, ByteLRU) and interpret_mod._jq_results.max_bytes == 80 * MiB
+    cache = DEFAULT_OPTIONS.jq_results
+    assert isinstance(cache, ByteLRU) and cache.max_bytes == 80 * MiB
+    assert EngineOptions().jq_results is not cache  # options made apart share no results
     assert interpret_mod._pod_facts.max_bytes == 64 * MiB and interpret_mod._pod_views.max_bytes == 64 * MiB
 
 
-def test_a_giant_is_not_kept(monkeypatch: pytest.MonkeyPatch):
+def test_a_giant_is_not_kept():
     """An object whose results would take over 1 MiB is a caller's giant, not a scheduler's
     workload: keeping it would only push the everyday entries out."""
-    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", True)
-    cache = interpret_mod._jq_results
-    held, before = cache.bytes, len(cache)
+    options = EngineOptions()
+    cache = options.jq_results
+    assert cache is not None and len(cache) == 0
     assert DEFINITION is not None
-    interpret(_big_jobset(99, 400_000), DEFINITION)
-    assert (cache.bytes, len(cache)) == (held, before)
-    interpret(_big_jobset(98, 0), DEFINITION)
-    assert len(cache) == before + 1  # an everyday object is kept
+    interpret(_big_jobset(99, 400_000), DEFINITION, options=options)
+    assert (cache.bytes, len(cache)) == (0, 0)
+    interpret(_big_jobset(98, 0), DEFINITION, options=options)
+    assert len(cache) == 1  # an everyday object is kept
+
+
+def test_without_a_cache_every_call_evaluates():
+    """--jq-result-cache false: nothing is kept, and the answer is the cached one's."""
+    assert DEFINITION is not None
+    cached = EngineOptions()
+    assert interpret(JOBSET, DEFINITION, options=EngineOptions(jq_results=None)) == interpret(
+        JOBSET, DEFINITION, options=cached)
+    assert cached.jq_results is not None and len(cached.jq_results) == 1
 
 
 def test_status_plans_are_bounded_by_the_bytes_of_their_definitions(monkeypatch: pytest.MonkeyPatch):

@@ -374,6 +374,7 @@ def test_values_that_print_alike_get_one_outcome_and_others_their_own(order):
 
 def test_an_integer_beyond_64_bits_is_checked_without_the_cache():
     from app.engine.instances import ConversionError, ExtractedInstance, _convert
+    from app.engine.accelerators import DEFAULT_RULES
     from app.engine.interpret import _facts
     from app.engine.requests import pod_requests_key
 
@@ -385,15 +386,16 @@ def test_an_integer_beyond_64_bits_is_checked_without_the_cache():
             _convert(bad, 0, "object", "v1.PodTemplateSpec")
     inst = ExtractedInstance("", pod_template_spec=good)
     assert pod_requests_key(good["spec"]) is None
-    assert _facts(inst).strings == {"cpu": "1180591620717411303424"}
+    assert _facts(inst, DEFAULT_RULES).strings == {"cpu": "1180591620717411303424"}
 
 
 def test_pod_views_are_cached_per_key_order():
     from app.engine.instances import ExtractedInstance
+    from app.engine.accelerators import DEFAULT_RULES
     from app.engine.interpret import _pod
 
     def labels(*keys: str) -> list[str]:
         inst = ExtractedInstance("", pod_template_spec={"metadata": {"labels": {k: "v" for k in keys}}})
-        return list(_pod(inst)[1]["labels"])
+        return list(_pod(inst, DEFAULT_RULES)[1]["labels"])
 
     assert labels("b", "a") == ["b", "a"] and labels("a", "b") == ["a", "b"] and labels("b", "a") == ["b", "a"]

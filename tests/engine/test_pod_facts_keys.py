@@ -17,6 +17,7 @@ import pytest
 from app.engine import interpret as interpret_mod
 from app.engine.interpret import interpret
 from app.engine.memo import Memo
+from app.engine.options import EngineOptions
 from app.engine.requests import pod_requests_key
 from app.karta.load import load_builtin
 from app.karta.registry import Registry
@@ -24,6 +25,7 @@ from app.karta.registry import Registry
 ROOT = Path(__file__).resolve().parents[2]
 JOBSET = json.loads((ROOT / "benchmarks" / "data" / "jobset-16k.json").read_text())
 DEFINITION = Registry.of(load_builtin()).resolve_object(JOBSET)
+UNCACHED = EngineOptions(jq_results=None)  # every call computes from its object
 
 
 @pytest.fixture()
@@ -31,7 +33,6 @@ def facts(monkeypatch: pytest.MonkeyPatch) -> Memo:
     cache: Memo = Memo(maxsize=4096, max_bytes=64 * 1024 * 1024)
     monkeypatch.setattr(interpret_mod, "_pod_facts", cache)
     monkeypatch.setattr(interpret_mod, "_pod_views", Memo(maxsize=4096))
-    monkeypatch.setattr(interpret_mod, "JQ_RESULT_CACHE", False)  # every call computes from its object
     return cache
 
 
@@ -61,17 +62,17 @@ def _uncached(obj: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str,
         m.setattr(interpret_mod, "_pod_facts", Memo(maxsize=4096))
         m.setattr(interpret_mod, "_pod_views", Memo(maxsize=4096))
         assert DEFINITION is not None
-        return interpret(obj, DEFINITION)
+        return interpret(obj, DEFINITION, options=UNCACHED)
 
 
 def test_workloads_differing_in_names_env_images_labels_share_the_pod_facts(facts: Memo,
                                                                             monkeypatch: pytest.MonkeyPatch):
     assert DEFINITION is not None
-    interpret(JOBSET, DEFINITION)
+    interpret(JOBSET, DEFINITION, options=UNCACHED)
     entries = dict(facts)
     assert len(entries) == 3  # trainer, evaluator, coordinator: three distinct resource layouts
     other = _another_run(JOBSET)
-    got = interpret(other, DEFINITION)
+    got = interpret(other, DEFINITION, options=UNCACHED)
     assert dict(facts) == entries and all(facts[k] is v for k, v in entries.items())  # shared, none added
     assert got == _uncached(other, monkeypatch)  # and the answer is exactly the uncached one
     pods = [i["pod"] for c in got["tree"]["children"] for i in c["instances"]]
@@ -111,10 +112,10 @@ def _pod_level(obj: dict[str, Any]) -> None:
 def test_workloads_differing_in_what_requests_read_do_not_share(change: Callable[[dict[str, Any]], None],
                                                                 facts: Memo, monkeypatch: pytest.MonkeyPatch):
     assert DEFINITION is not None
-    first = interpret(JOBSET, DEFINITION)
+    first = interpret(JOBSET, DEFINITION, options=UNCACHED)
     other = copy.deepcopy(JOBSET)
     change(other)
-    got = interpret(other, DEFINITION)
+    got = interpret(other, DEFINITION, options=UNCACHED)
     assert len(facts) == 4  # the changed trainer template has an entry of its own
     assert got == _uncached(other, monkeypatch)
     assert _trainer(got) != _trainer(first)

@@ -260,3 +260,12 @@ def test_an_invalid_ref_is_a_422_whatever_the_configuration(client: httpx.Client
         assert {e["path"] for e in r.json()["errors"]} == fields, r.json()
     r = client.post("/interpret", json={"ref": {"apiVersion": "v1", "kind": "Pod", "namespace": "a", "name": "x"}})
     assert r.status_code == 501 and r.json()["type"].endswith("no-cluster")
+
+
+def test_the_root_sends_a_browser_to_the_web_ui(client: httpx.Client):
+    """`/` is not a JSON 404: it redirects (307, method kept) to the pages, which answer HTML."""
+    r = client.get("/")
+    assert r.status_code == 307 and r.headers["location"] == "/ui/"
+    page = client.get("/", follow_redirects=True)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert client.get("/no-such-route").headers["content-type"] == "application/problem+json"

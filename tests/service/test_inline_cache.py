@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from app.karta.load import Definition
+from app.service import wiring
 from app.service.service import Service
 from app.service.problems import ProblemError
 from app.service.settings import Settings
@@ -35,7 +36,7 @@ def _big_valid(i: int, size: int) -> dict:
 
 
 def _service() -> Service:
-    return Service(Settings())
+    return wiring.build(Settings())
 
 
 def test_invalid_definitions_are_kept_only_as_their_findings():

@@ -545,6 +545,7 @@ def test_routes(bare: Server) -> None:
     with httpx.Client(base_url=bare.url, timeout=10) as c:
         r = c.get("/ui")
         assert r.status_code == 307 and r.headers["location"] == "/ui/"
+        assert c.get("/", params={"q": "1"}).headers["location"] == "/ui/?q=1"
         r = c.get("/ui/")
         assert r.headers["content-type"].startswith("text/html")
         assert "script-src 'self'" in r.headers["content-security-policy"]

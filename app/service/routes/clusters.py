@@ -43,7 +43,7 @@ async def list_clusters(request: Request, service: ServiceDep, watch: bool = Fal
     await service.auth.require_path(request.scope["state"], "/clusters")
     service.need_store()
     if watch:
-        return await streams.cluster_stream(request, fleet)
+        return await streams.cluster_stream(service.streams, request, fleet)
     return dumps({"items": fleet.items()})
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from ...engine.batch_totals import group_totals, item_totals, sum_totals
+from ...problem import problem_body
 from ..bodies import JSON, dumps, media_type
 from ..errors import SAID_ERRORS, problem_of
 from ..models import (
@@ -19,10 +20,11 @@ from ..models import (
     UpdateRequest,
     UpdateResponse,
 )
-from ..problems import ProblemError, problem_body
+from ..problems import ProblemError
 from ..service import Read
 from ..updates import update_doc
-from .common import PROBLEMS, ServiceDep
+from .common import PROBLEMS, ServiceDep, get_service
+from .direct import DirectRoute
 
 BATCH_CONCURRENCY = 32  # items of one batch in flight at once (each may read the cluster and review rights)
 
@@ -39,11 +41,15 @@ INTERPRET_BODY = {
 }
 
 
-@router.post("/interpret", response_model=Interpretation, operation_id="interpret", responses=PROBLEMS,
-             summary="Interpret one workload", openapi_extra={"requestBody": INTERPRET_BODY})
-async def interpret_endpoint(request: Request, service: ServiceDep) -> Response:
+async def interpret_endpoint(request: Request) -> Response:
     """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
+    service = get_service(request)  # a direct route: no dependency is solved for it
     return dumps(await service.interpret_body(await request.body(), media_type(request), request.scope["state"]))
+
+
+router.add_api_route("/interpret", interpret_endpoint, methods=["POST"], route_class_override=DirectRoute,
+                     response_model=Interpretation, operation_id="interpret", responses=PROBLEMS,
+                     summary="Interpret one workload", openapi_extra={"requestBody": INTERPRET_BODY})
 
 
 @router.post("/interpret/update", operation_id="interpretUpdate", response_model=UpdateResponse, responses=PROBLEMS,

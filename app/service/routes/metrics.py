@@ -7,7 +7,6 @@ from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
-from .. import metrics
 from ..problems import ProblemError
 from .common import PROBLEMS, ServiceDep
 
@@ -34,6 +33,6 @@ async def workload_metrics(request: Request, service: ServiceDep) -> Response:
                              "description": "Prometheus text format"}})
 async def metrics_endpoint(service: ServiceDep) -> Response:
     served, invalid = service.store.counts()
-    metrics.DEFINITIONS.labels("served").set(served)
-    metrics.DEFINITIONS.labels("invalid").set(invalid)
-    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    service.metrics.definitions.labels("served").set(served)
+    service.metrics.definitions.labels("invalid").set(invalid)
+    return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)

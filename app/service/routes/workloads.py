@@ -102,8 +102,8 @@ async def one_workload(service: Service, request: Request, cluster: str | None, 
         member = service.member(cluster)
     if watch:
         try:
-            return await streams.workload_stream(request, streams.need_model(member.model), namespace, name,
-                                                 kind, apiVersion, pods, service.auth.rights(state, member))
+            return await streams.workload_stream(service.streams, request, streams.need_model(member.model), namespace,
+                                                 name, kind, apiVersion, pods, service.auth.rights(state, member))
         except LookupFailed as e:
             raise service.explained(e, namespace, name, kind) from None
     return await service.describe(member, namespace, name, kind, apiVersion, pods, state)
@@ -121,8 +121,8 @@ async def workload_list(service: Service, request: Request, cluster: str | None,
         allow = service.auth.rights(state, member)
         try:
             if watch:
-                return await streams.list_stream(request, streams.need_model(member.model), namespace or None,
-                                                 kind, allow, query)
+                return await streams.list_stream(service.streams, request, streams.need_model(member.model),
+                                                 namespace or None, kind, allow, query)
             # taken before the read: a stream resumed from it replays any change the read
             # may already hold (harmless: events carry whole rows), and misses none
             resume = member.model.events.token() if member.model is not None else None
@@ -133,8 +133,8 @@ async def workload_list(service: Service, request: Request, cluster: str | None,
     else:
         members = service.members(cluster)
         if watch:
-            return await streams.fleet_list_stream(request, service.need_cluster("live workloads").fleet,
-                                                   [m.name for m in members] if cluster else None,
+            return await streams.fleet_list_stream(service.streams, request,
+                                                   service.need_cluster("live workloads").fleet, [m.name for m in members] if cluster else None,
                                                    namespace or None, kind,
                                                    lambda m: service.auth.rights(state, m),
                                                    service.auth.enabled, query)
@@ -186,5 +186,5 @@ async def model_status(request: Request, service: ServiceDep, cluster: str | Non
     if model is None:
         return dumps({"enabled": False, "synced": False,
                       "reason": "no cluster" if member is None else "--cache false"})
-    return dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(streams.Limits.open)}
+    return dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(service.streams.open)}
                  | ({"store": service.sharing.status()} if service.sharing is not None else {}))
