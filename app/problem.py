@@ -1,4 +1,5 @@
-"""RFC 9457 problem details as a plain dict: the error shape of the API and of `wlmap -o jsonl`."""
+"""RFC 9457 problem details as a plain dict: the error shape of the API and of `wlmap -o jsonl`
+(the service raises them as app/service/problems.py: ProblemError)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,3 @@ def problem_body(status: int, slug: str, title: str, detail: str, instance: str 
     if errors:
         p["errors"] = errors
     return p
-
-
-class ProblemError(Exception):
-    """Raise anywhere in a handler (or below it: the store's readers) to answer with a problem document."""
-
-    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
-                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
-        super().__init__(detail)
-        self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
-        self.extra, self.headers = extra or {}, headers or {}
-
-    def body(self, instance: str | None) -> dict[str, Any]:
-        return {**problem_body(self.status, self.slug, self.title, self.detail, instance, self.errors), **self.extra}

@@ -165,7 +165,9 @@ def bounds(repo: Path) -> str:
     """The bounds the checkout's caches are configured to (read from its own code)."""
     code = ("import json\n"
             "from app.engine import interpret as i, compiled as c\n"
-            "from app.service import worker as w, inline as l\n"
+            "try:\n    from app.engine import worker as w\n"  # where the worker is (app/service before)
+            "except ImportError:\n    from app.service import worker as w\n"
+            "from app.service import inline as l\n"
             "M = 2**20\n"
             "print(f'inline definitions {l.INLINE_CACHE_BYTES // M} MiB (invalid: findings only), '\n"
             "      f'jq results {i.JQ_RESULT_BYTES // M} MiB, compiled {c.COMPILED_BYTES // M} MiB, '\n"

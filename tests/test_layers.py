@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "cluster": {"engine", "karta", "jqlang", "documents"},
     "model": {"cluster", "engine", "karta", "jqlang", "documents"},
     "fleet": {"model", "cluster", "engine", "karta", "jqlang", "documents"},
-    "store": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem"},
+    "store": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents"},
     "ui": set(),
     "service": {"store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
     "cli": {"service", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},
@@ -88,6 +88,17 @@ def test_no_package_imports_from_above() -> None:
             if target and target != layer and target not in ALLOWED[layer]:
                 bad.append(f"{mod} imports {dep}")
     assert not bad, "imports against the data flow:\n" + "\n".join(sorted(bad))
+
+
+# what the CLI may use of the service: the `serve` command and its flags (the evaluation pool,
+# the readers, the engine are below both, in app/engine, app/cluster, app/model)
+CLI_USES_OF_SERVICE = {"app.service.serve", "app.service.settings"}
+
+
+def test_the_cli_uses_of_the_service_only_what_serves_it() -> None:
+    bad = sorted(f"{mod} imports {dep}" for mod, deps in _graph().items() if _layer(mod) == "cli"
+                 for dep in deps if _layer(dep) == "service" and dep not in CLI_USES_OF_SERVICE)
+    assert not bad, "the CLI reaches into the service:\n" + "\n".join(bad)
 
 
 def test_no_import_cycles() -> None:

@@ -39,10 +39,10 @@ def add_parsers(sub: Any, live: argparse.ArgumentParser) -> None:
 
 def cmd_act(args: argparse.Namespace) -> int:
     from .live import (  # the cluster client: late
-        _output,
         check_auth_flags,
         default_namespace,
         split_target,
+        write_output,
     )
 
     kind, name = split_target(args.target, args.name)
@@ -56,7 +56,7 @@ def cmd_act(args: argparse.Namespace) -> int:
         verb = DONE[args.action_name] if changed else f"already {DONE[args.action_name]} (unchanged)"
         print(f"{str(w.get('kind') or kind).lower()}{'.' + group if group else ''}/{name} {verb}; phase {phase}")
     else:
-        _output(result, args.output)
+        write_output(result, args.output)
     return EXIT_OK
 
 
@@ -65,9 +65,9 @@ async def _act(args: argparse.Namespace, which: str, kind: str, name: str, ns: s
     from ..cluster.writes import WriteFailed, guard, guarded_patch
     from ..engine.suspend import ActionError, NoSuspendDefinition, apply_actions
     from ..engine.update import make_patch
-    from .live import _lookup_error, _session, lookup_error_of, served_kinds
+    from .live import lookup_error, lookup_error_of, open_session, served_kinds
 
-    async with _session(args, args.context) as (kube, workloads, _):
+    async with open_session(args, args.context) as (kube, workloads, _):
         kinds: list[Any] = []
         try:
             kinds = await served_kinds(kube, workloads, kind)
@@ -93,5 +93,5 @@ async def _act(args: argparse.Namespace, which: str, kind: str, name: str, ns: s
             result = await workloads.interpretation(ns, name, res.kind, res.api_version, with_pods=False,
                                                     allow=allow_all)
         except LookupFailed as e:
-            raise _lookup_error(e, kube) from None
+            raise lookup_error(e, kube) from None
         return result, bool(ops)

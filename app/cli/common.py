@@ -23,15 +23,15 @@ class CliError(Exception):
         self.code = code
 
 
-def _err(msg: str) -> None:
+def print_error(msg: str) -> None:
     print(f"error: {msg}", file=sys.stderr)
 
 
-def _dump_json(v: Any) -> str:
+def dump_json(v: Any) -> str:
     return json.dumps(v, indent=2, ensure_ascii=False)
 
 
-def _read(path: str) -> bytes:
+def read_input(path: str) -> bytes:
     try:
         return sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as e:

@@ -50,8 +50,8 @@ from .common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    _dump_json,
     build_registry,
+    dump_json,
 )
 
 
@@ -172,14 +172,14 @@ def check_auth_flags(args: argparse.Namespace) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _session(args: argparse.Namespace, context: str | None, registry: Registry | None = None,
+async def open_session(args: argparse.Namespace, context: str | None, registry: Registry | None = None,
                    label: str = "") -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
     """A connection to `context` (None: the current one) and a `Workloads` over built-in +
     --definition definitions (`registry`, when already built for several contexts).  Built-in
     ones run in-process; the others in a worker stopped at --eval-deadline (as `wlmap
     interpret`).  The third item records the last object interpreted (describe shows its age).
     `label` prefixes the warnings printed here ("context b: ") when several contexts are read."""
-    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+    from ..engine.pool import EvaluationCrashed, EvaluationTimeout, Evaluator
 
     registry = build_registry(args.definition) if registry is None else registry
     _check_kubeconfig(args)
@@ -243,7 +243,7 @@ def with_cluster_definitions(args: argparse.Namespace, registry: Registry) -> Re
     return out
 
 
-def _lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
+def lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
     kube.check()
     if e.status == 404 and e.slug == "no-definition":
         return CliError(e.message, EXIT_NO_DEFINITION)
@@ -263,9 +263,9 @@ def _lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
     return CliError(e.message, EXIT_FAIL)
 
 
-def _output(value: Any, fmt: str) -> None:
+def write_output(value: Any, fmt: str) -> None:
     if fmt == "json":
-        print(_dump_json(value))
+        print(dump_json(value))
     else:
         print(yaml.safe_dump(value, sort_keys=False, allow_unicode=True), end="")
 
@@ -340,7 +340,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
                                         args.pod_limit, args.component_limit)))
         warnings = (result.get("warnings") or []) + warnings
     else:
-        _output(result, args.output)
+        write_output(result, args.output)
     _warn(warnings)
     return EXIT_FAIL if result.get("complete") is False else EXIT_OK  # partial: printed, not a success
 
@@ -360,7 +360,7 @@ async def served_kinds(kube: Any, workloads: Any, kind: str) -> list[Any]:
 
 async def _describe(args: argparse.Namespace, kind: str, name: str,
                     ns: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    async with _session(args, args.context) as (kube, workloads, seen):
+    async with open_session(args, args.context) as (kube, workloads, seen):
         kinds: list[Any] = []
         try:
             kinds = await served_kinds(kube, workloads, kind)
@@ -375,7 +375,7 @@ def lookup_error_of(e: LookupFailed, kube: _Kube, kinds: list[Any], name: str, n
     served = {k.gvk[2] for k in kinds if k.resource is not None}
     if e.slug == "workload-not-found" and len(served) == 1:
         e.message = f'{served.pop()} "{name}" not found in namespace {ns}'
-    return _lookup_error(e, kube)
+    return lookup_error(e, kube)
 
 
 Row = tuple[str, list[str], list["Row"]]  # label, cells, child rows
@@ -497,7 +497,7 @@ def describe_lines(result: dict[str, Any], created: str | None = None, pod_limit
     out = ["   ".join(head)]
     rows = _draw(_live_tree(result, pod_limit, component_limit))
     if rows:
-        out += [""] + render._table(rows)
+        out += [""] + render.table_lines(rows)
     live = result.get("live") or {}
     phase = f"Phase: {st['phase']}" if st else "Phase: unknown (the status could not be read)"
     if st and len(st.get("matched") or []) > 1:
@@ -510,7 +510,7 @@ def describe_lines(result: dict[str, Any], created: str | None = None, pod_limit
     if live.get("unplaced"):
         out.append(f"Not placed on a component: {', '.join(live['unplaced'])}")
     out += diagnosis_lines(result.get("diagnosis"))
-    out += ["", "Resources:"] + render._table(resource_rows(result, component_limit))
+    out += ["", "Resources:"] + render.table_lines(resource_rows(result, component_limit))
     return out + render.error_lines(result)
 
 
@@ -583,7 +583,7 @@ def cmd_get(args: argparse.Namespace) -> int:
     some_answered = len(failures) < len(names or [None])  # none answered: the errors say why
     missing = [n for n in dict.fromkeys(args.names or []) if n not in {i["workload"]["name"] for i in result["items"]}]
     if args.output not in ("table", "wide"):
-        _output(result, args.output)
+        write_output(result, args.output)
     elif not result["items"]:
         if some_answered and not missing:
             print(f"No workloads found in {where}.", file=sys.stderr)
@@ -677,7 +677,7 @@ async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dic
 
 async def _get(args: argparse.Namespace, ns: str | None, context: str | None = None, registry: Registry | None = None,
                label: str = "") -> tuple[dict[str, Any], list[str]]:
-    async with _session(args, context, registry, label) as (kube, workloads, seen):
+    async with open_session(args, context, registry, label) as (kube, workloads, seen):
         try:
             if args.kind:
                 kinds = await workloads.known(args.kind)
@@ -686,7 +686,7 @@ async def _get(args: argparse.Namespace, ns: str | None, context: str | None = N
                     raise CliError(f'no Karta definition covers "{args.kind}"', EXIT_NO_DEFINITION)
             result = await workloads.summaries(ns, args.kind, allow=allow_all)
         except LookupFailed as e:
-            raise _lookup_error(e, kube) from None
+            raise lookup_error(e, kube) from None
         kube.check()
         if not result["items"] and kube.denied and not kube.listed:
             # Every list was refused: an empty table would read as "there are none".
@@ -723,4 +723,4 @@ def get_lines(items: list[dict[str, Any]], cluster: bool = False, wide: bool = F
         rows.append([i.get("cluster", "")] * cluster + [w["name"], w.get("namespace") or "<none>", kind, phase, ready,
                      "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))]
                     + [listing.components_cell(i), i.get("reason") or ""] * wide)
-    return render._table(rows)
+    return render.table_lines(rows)

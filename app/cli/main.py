@@ -29,10 +29,10 @@ from .common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    _dump_json,
-    _err,
-    _read,
     build_registry,
+    dump_json,
+    print_error,
+    read_input,
     request_timeout,
 )
 from .offline import evaluate as _evaluate
@@ -75,7 +75,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
     else:
         for r in results:
             if "error" in r:
-                _err(r["error"]["detail"])
+                print_error(r["error"]["detail"])
                 for e in r["error"].get("errors") or []:
                     where = f"{e['path']}: " if e.get("path") else ""
                     if e["message"] != r["error"]["detail"]:
@@ -83,7 +83,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
                     elif where:
                         print(f"  at {e['path']}", file=sys.stderr)
         if args.output == "json":
-            print(_dump_json(ok[0] if len(ok) == 1 and len(results) == 1 else ok))
+            print(dump_json(ok[0] if len(ok) == 1 and len(results) == 1 else ok))
         elif args.output == "yaml":
             print(yaml.safe_dump_all(ok, sort_keys=False, allow_unicode=True), end="")
         else:
@@ -110,7 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows.append({"name": d.name, "group": g, "version": v, "kind": k, "source": d.source, "digest": d.digest})
         defs.append(d)
     if args.output == "json":
-        print(_dump_json(rows))
+        print(dump_json(rows))
         return EXIT_OK
     if args.output == "yaml":
         print(yaml.safe_dump(rows, sort_keys=False, allow_unicode=True), end="")
@@ -124,7 +124,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         comps = [c.name or "" for c in d.karta.components]
         table.append([r["name"], r["kind"], f"{r['group']}/{r['version']}" if r["group"] else r["version"],
                       r["source"], ", ".join(comps)])
-    print("\n".join(render._table(table, gap=2)))
+    print("\n".join(render.table_lines(table, gap=2)))
     return EXIT_OK
 
 
@@ -132,27 +132,27 @@ def cmd_show(args: argparse.Namespace) -> int:
     registry = build_registry(args.definition)
     d = registry.by_name(args.name)
     if d is None:
-        _err(f'no Karta definition named "{args.name}". Run "wlmap definitions list" to see what is available')
+        print_error(f'no Karta definition named "{args.name}". Run "wlmap definitions list" to see what is available')
         return EXIT_FAIL
     if args.evaluation:
         from ..engine.compiled import evaluation
 
         if not d.valid:
-            _err(f'definition "{args.name}" is invalid: nothing of it is evaluated')
+            print_error(f'definition "{args.name}" is invalid: nothing of it is evaluated')
             return EXIT_FAIL
         ev = evaluation(d)
         if args.output == "json":
-            print(_dump_json(ev))
+            print(dump_json(ev))
             return EXIT_OK
         print(f"{ev['native']} of {ev['expressions']} expressions run natively (the rest through libjq)")
         rows = [["STAGE", "HOW", "EXPRESSION", "WHY NOT NATIVE"]]
         for x in ev["items"]:
             rows.append([x["stage"], "native" if x["native"] else "libjq", " ".join(x["expression"].split())[:70],
                          x["reason"] or ""])
-        print("\n".join(render._table(rows, gap=2)))
+        print("\n".join(render.table_lines(rows, gap=2)))
         return EXIT_OK
     if args.output == "json":
-        print(_dump_json(d.raw))
+        print(dump_json(d.raw))
     else:
         print(yaml.safe_dump(d.raw, sort_keys=False, allow_unicode=True), end="")
     return EXIT_OK
@@ -163,15 +163,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path in args.files:
         name = "stdin" if path == "-" else path
         try:
-            defs = definitions_from_text(_read(path), "directory", name, skip_other_kinds=False)
+            defs = definitions_from_text(read_input(path), "directory", name, skip_other_kinds=False)
         except (DocumentError, NotAKarta) as e:
-            _err(f"{name}: {e}")
+            print_error(f"{name}: {e}")
             return EXIT_USAGE
         except CliError as e:
-            _err(str(e))
+            print_error(str(e))
             return EXIT_USAGE
         if not defs:
-            _err(f"{name}: no Karta definition found")
+            print_error(f"{name}: no Karta definition found")
             return EXIT_USAGE
         for d in defs:
             errs = [f for f in d.findings if f.level == "error"]
@@ -182,7 +182,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 for f in errs:
                     for line in f.message.splitlines():
                         print(f"  {line}")
-                _err(f"{len(errs)} finding(s) in {where}")
+                print_error(f"{len(errs)} finding(s) in {where}")
                 worst = EXIT_FAIL
             else:
                 g = d.karta.root_gvk
@@ -198,11 +198,11 @@ def cmd_test(args: argparse.Namespace) -> int:
     base = build_registry(args.definition)
     root = Path(args.dir)
     if not root.exists():
-        _err(f"{root}: no such file or directory")
+        print_error(f"{root}: no such file or directory")
         return EXIT_USAGE
     folders = case_folders(root)
     if not folders:
-        _err(f"{root}: no {root / 'cases.yaml'} (or folders holding one) found")
+        print_error(f"{root}: no {root / 'cases.yaml'} (or folders holding one) found")
         return EXIT_USAGE
     passed = failed = 0
     for folder in folders:
@@ -413,12 +413,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         configure_resources(args)  # the same accelerator rules for offline, live and served answers
     except ValueError as e:  # a bad WLMAP_ACCELERATOR_RESOURCE / WLMAP_GPU_RESOURCE
-        _err(str(e))
+        print_error(str(e))
         return EXIT_USAGE
     try:
         return int(args.func(args))
     except CliError as e:
-        _err(str(e))
+        print_error(str(e))
         return e.code
     except BrokenPipeError:  # e.g. `wlmap ... | head`
         return EXIT_OK

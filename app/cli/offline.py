@@ -10,14 +10,14 @@ from ..engine.interpret import InterpretationError
 from ..engine.options import EngineOptions
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, _read
+from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, read_input
 
 
 async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,
                    deadline: float, options: EngineOptions) -> list[dict[str, Any] | CliError]:
     """Built-in definitions run in-process; user definitions in a worker killed at the deadline
     (the reference's runner stops an evaluation after 10 s); both with the command's `options`."""
-    from ..service.evaluator import EvaluationCrashed, EvaluationTimeout, Evaluator
+    from ..engine.pool import EvaluationCrashed, EvaluationTimeout, Evaluator
 
     isolate = any(d is not None and d.source != "builtin" for _, d, _ in jobs)
     ev = Evaluator("untrusted" if isolate else "none", 1, deadline, options=options)
@@ -46,7 +46,7 @@ async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], p
 
 def parse_file(path: str) -> list[Any]:
     try:
-        return parse_documents(_read(path))
+        return parse_documents(read_input(path))
     except DocumentError as e:
         raise CliError(f"{path}: {e}") from None
 

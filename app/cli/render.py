@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def _table(rows: list[list[str]], gap: int = 3) -> list[str]:
+def table_lines(rows: list[list[str]], gap: int = 3) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [(" " * gap).join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
@@ -72,7 +72,7 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
     d = result["definition"]
     where = f"{w['namespace']}/{w['name']}" if w.get("namespace") else str(w.get("name"))
     out = [f"{w['kind']} {where}", f"definition: {d['name']} ({d['source']})", phase_line(result.get("status")), ""]
-    out += _table(rows)
+    out += table_lines(rows)
     t = result["totals"]
     if t is None:
         out += ["", "total: unknown (a component could not be read; a partial count is not a total)"]

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from ..engine.update import UpdateError, attempts, read_back_problems
-from .common import EXIT_FAIL, EXIT_OK, CliError, _dump_json, build_registry
+from .common import EXIT_FAIL, EXIT_OK, CliError, build_registry, dump_json
 from .offline import evaluate, parse_file, resolve
 
 EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -121,7 +121,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if args.output == "patch":
         print(json.dumps(rw.patch, ensure_ascii=False))
     elif args.output == "json":
-        print(_dump_json({"object": rw.object, "patch": rw.patch, "changed": rw.changed,
+        print(dump_json({"object": rw.object, "patch": rw.patch, "changed": rw.changed,
                           "components": rw.components, "writes": rw.writes}))
     else:
         print(yaml.safe_dump(rw.object, sort_keys=False, allow_unicode=True), end="")

@@ -3,7 +3,9 @@
 `Reader` holds the lookup rules, written once: which kinds a name may belong to, what the caller
 must be allowed before anything is looked up, which candidate wins, and the words of every
 refusal.  Its two implementations only say how to list the served kinds and get one object:
-`model.live.LiveModel` from memory, `cluster.workloads.Workloads` from the API server.
+`model.live.LiveModel` from memory, `cluster.workloads.Workloads` from the API server,
+`store.reads.StoreModel` from the shared store.  What callers may use of any of them is the
+`WorkloadReader` protocol; each implements all of it.
 
 Authorization comes first, so an answer never depends on what exists where the caller may not
 look: a caller who may not get a kind in a namespace gets the same 403 whether or not an object
@@ -20,7 +22,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
@@ -117,12 +119,41 @@ def may_not_list_pods(namespace: str | None) -> LookupFailed:
                                           "(needed for the live pod view; ask with pods=false to skip it)")
 
 
+class WorkloadReader(Protocol):
+    """Live workloads, whatever answers: what the service and the CLI read through."""
+
+    @property
+    def cluster(self) -> str | None:
+        """In a fleet: the cluster named first in every answer (None: one cluster, unnamed)."""
+
+    async def locate(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None, *,
+                     allow: Allow, with_pods: bool = False) -> Found:
+        """The one workload of that name (an exact kind when kind and apiVersion are both given)."""
+    async def fetch(self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow,
+                    with_pods: bool = False) -> Found:
+        """One object of an exact kind."""
+    async def body(self, found: Found) -> dict[str, Any]:
+        """The object found, as the engine reads it."""
+    async def object(self, api_version: str, kind: str, namespace: str | None, name: str, *,
+                     allow: Allow) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A referenced object as it is, and the freshness of the read."""
+    def freshness(self, found: Found | None = None) -> dict[str, Any]:
+        """As of when, and from where, an answer is."""
+    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
+                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+        """The live interpretation (JSON), with pods placed on the tree and their diagnosis."""
+    async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
+        """One row per top-level workload the caller may list."""
+
+
 def _scope(res: Resource, namespace: str | None) -> str | None:
     return namespace if res.namespaced else None
 
 
 class Reader(ABC):
     """Live workloads by name: the rules; subclasses say where objects come from."""
+
+    cluster: str | None = None
 
     # -- what a reader provides ----------------------------------------------------------------
     @abstractmethod
@@ -145,7 +176,7 @@ class Reader(ABC):
         """As of when, and from where, an answer is."""
 
     @abstractmethod
-    def body(self, found: Found) -> dict[str, Any]:
+    async def body(self, found: Found) -> dict[str, Any]:
         """The object as the engine reads it."""
 
     # -- the rules ----------------------------------------------------------------------------
@@ -213,7 +244,7 @@ class Reader(ABC):
                      allow: Allow) -> tuple[dict[str, Any], dict[str, Any]]:
         """A referenced object as it is (`ref` of POST /interpret), and the freshness of the read."""
         found = await self.fetch(api_version, kind, namespace, name, allow=allow)
-        return self.body(found), self.freshness(found)
+        return await self.body(found), self.freshness(found)
 
     @abstractmethod
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,

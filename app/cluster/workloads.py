@@ -57,6 +57,7 @@ from .reader import (  # noqa: F401 - the names readers and the service share, i
     may_not_list_pods,
     version_rank,
 )
+from .views import ListRules, enveloped, events_shown, namespaces_of, visible_in
 
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
 
@@ -122,71 +123,6 @@ def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None,
     if result.get("errors"):
         out["errors"] = result["errors"]
     return out
-
-
-Visible = "bool | set[str]"  # True: everywhere asked; a set: only these namespaces; False: nowhere
-
-
-async def visibility(allow: Allow, res: Resource, namespace: str | None, present: set[str],
-                     warnings: list[str], what: str | None = None) -> bool | set[str]:
-    """Where the caller may list `res` for a list of `namespace` (None: all namespaces).  A
-    caller without a cluster-wide right still sees the namespaces it may list, as it could by
-    listing them one by one itself; `present` are the namespaces that hold objects."""
-    ns = namespace if res.namespaced else None
-    if await allow("list", res, ns, None):
-        return True
-    label = what or f"{res.plural}, so the result leaves {res.kind} out"
-    if ns is None and res.namespaced:
-        allowed = {n for n in sorted(present) if n and await allow("list", res, n, None)}
-        if allowed:
-            warnings.append(f"not allowed to list {res.plural} in every namespace, so the result shows "
-                            f"{'ready counts' if res is PODS else res.kind} only where it is allowed")
-            return allowed
-    warnings.append(f"not allowed to list {label}")
-    return False
-
-
-def visible_in(vis: bool | set[str], namespace: str | None) -> bool:
-    return vis is True or (isinstance(vis, set) and (namespace or "") in vis)
-
-
-def not_allowed_events(namespace: str | None) -> str:
-    return (f"not allowed to list events{' in namespace ' + namespace if namespace else ''}, so the diagnosis "
-            "leaves Events out")
-
-
-async def events_visibility(allow: Allow, namespace: str | None, present: set[str],
-                            warnings: list[str]) -> bool | set[str]:
-    """Where the caller may list the Events the rows' reasons read (as `visibility`), said once."""
-    vis = await visibility(allow, EVENTS, namespace, present, [], None)
-    if vis is not True:
-        warnings.append("not allowed to list events" + ("" if vis is False else " in every namespace")
-                        + ", so reasons are shown only where pods and events may be listed")
-    return vis
-
-
-async def hide_unseen(rows: list[dict[str, Any]], allow: Allow, namespace: str | None,
-                      warnings: list[str]) -> list[dict[str, Any]]:
-    """Rows as this caller may see them: the ready count only where it may list pods, the reason
-    (read from pods and Events) only where it may list both."""
-    present = {str(r["workload"].get("namespace") or "") for r in rows}
-    pods = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
-    events: bool | set[str] = True
-    if any(r.get("reason") for r in rows):
-        events = await events_visibility(allow, namespace, present, warnings)
-    out = []
-    for r in rows:
-        ns = r["workload"].get("namespace")
-        if not visible_in(pods, ns):
-            r = dict(r, pods=dict(r["pods"], ready=None), reason=None)
-        elif r.get("reason") and not visible_in(events, ns):
-            r = dict(r, reason=None)
-        out.append(r)
-    return out
-
-
-def sort_rows(items: list[dict[str, Any]]) -> None:
-    items.sort(key=lambda r: (r["workload"].get("namespace") or "", r["workload"]["name"], r["workload"]["kind"]))
 
 
 class Workloads(Reader):
@@ -261,7 +197,7 @@ class Workloads(Reader):
         return Found(res, str(meta.get("uid") or id(obj)), (controller_of(meta) or {}).get("uid"),
                      str(meta.get("namespace") or ""), str(meta.get("name") or name), obj)
 
-    def body(self, found: Found) -> dict[str, Any]:
+    async def body(self, found: Found) -> dict[str, Any]:
         return found.item  # type: ignore[no-any-return]
 
     def freshness(self, found: Found | None = None) -> dict[str, Any]:
@@ -323,7 +259,12 @@ class Workloads(Reader):
     async def interpretation(self, namespace: str, name: str, kind: str | None = None,
                              api_version: str | None = None, *, with_pods: bool = True,
                              allow: Allow) -> dict[str, Any]:
-        """The interpretation of a live workload, with its pods placed on the tree."""
+        """The interpretation of a live workload, with its pods placed on the tree (as `describe`)."""
+        return orjson.loads(await self.describe(namespace, name, kind, api_version, with_pods=with_pods,  # type: ignore[no-any-return]
+                                                allow=allow))
+
+    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
+                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         obj, res = found.item, found.resource
         definition = self.definition_for(res.gvk)
@@ -334,62 +275,39 @@ class Workloads(Reader):
             live.update(generic_flags(obj))  # what status carries too, known even when the status is not
             ns = found.namespace or None
             events: list[WarningEvent] = []
-            if not await allow("list", EVENTS, ns, None):
-                out.setdefault("warnings", []).append(not_allowed_events(ns))
-            else:
-                listed = await self.warnings_of(ns, out.setdefault("warnings", []))
+            if await events_shown(allow, ns, out.setdefault("warnings", [])):
+                listed = await self.warnings_of(ns, out["warnings"])
                 events = await self._related(listed or [], found.uid, chains, index) if index else []
             facts = [pod_facts(p, frozenset(c)) for p, c in zip(pods, chains)]
             out["diagnosis"] = explain(context_of(out), facts, events)
-        out["freshness"] = direct_freshness(obj)
-        return {"cluster": self.cluster, **out} if self.cluster else out
-
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
-        out = await self.interpretation(namespace, name, kind, api_version, with_pods=with_pods, allow=allow)
-        if not freshness:
-            out.pop("freshness", None)
-        return orjson.dumps(out)
+        return enveloped(orjson.dumps(out), self.cluster, direct_freshness(obj) if freshness else None)
 
     # -- many -----------------------------------------------------------------------------
     async def summaries(self, namespace: str | None, kind: str | None = None, *,
                         allow: Allow) -> dict[str, Any]:
         """One row per top-level workload of every known kind: name, kind, phase, pods, GPUs."""
-        warnings: list[str] = []
+        rules = ListRules(allow, namespace, kind)
         every = await self.known()
-        served = [k for k in every if k.resource is not None and (not kind or matches_token(kind, k))]
-        if kind and not served:
-            warnings.append(f'no served kind with a definition matches "{kind}"')
-        # One list per group/kind, at its best served version.
-        best: dict[tuple[str, str], Known] = {}
-        for k in served:
-            gk = (k.gvk[0], k.gvk[2])
-            if gk not in best or version_rank(k.gvk[1]) > version_rank(best[gk].gvk[1]):
-                best[gk] = k
         covered = {(k.gvk[0], k.gvk[2]) for k in every}
 
         async def objects(k: Known) -> list[tuple[Known, dict[str, Any]]]:
             assert k.resource is not None
-            ns = namespace if k.resource.namespaced else None
-            everywhere = await allow("list", k.resource, ns, None)
-            if not everywhere and (ns is not None or not k.resource.namespaced):
-                warnings.append(f"not allowed to list {k.resource.plural}, so the result leaves {k.gvk[2]} out")
+            listable = await rules.listable(k.resource)
+            if listable is False:
                 return []
             async with self._sem:
                 try:
-                    items = (await self.kube.list(k.resource, ns))["items"]
+                    items = (await self.kube.list(k.resource, rules.scope(k.resource)))["items"]
                 except (NotFound, Forbidden) as e:
-                    warnings.append(f"cannot list {k.gvk[2]}: {e}")
+                    rules.unlisted(k.gvk[2], e)
                     return []
                 except KubeError as e:  # no answer: the list would be a guess, so say the cluster is away
                     raise LookupFailed(503, "cluster-unavailable", f"cannot list {k.gvk[2]}: {e.message}") from None
-            if not everywhere:  # only the namespaces the caller may list
-                present = {str((o.get("metadata") or {}).get("namespace") or "") for o in items}
-                vis = await visibility(allow, k.resource, None, present, warnings)
-                items = [o for o in items if visible_in(vis, (o.get("metadata") or {}).get("namespace"))]
+            if listable is None:  # only the namespaces the caller may list
+                items = await rules.visible(k.resource, items)
             return [(k, o) for o in items]
 
-        lists = await asyncio.gather(*(objects(k) for k in best.values()))
+        lists = await asyncio.gather(*(objects(k) for k in rules.kinds(every)))
         found = [x for lst in lists for x in lst]
 
         indexes: dict[str | None, OwnerIndex] = {}  # owner lists per namespace, shared with the ready counts
@@ -404,8 +322,8 @@ class Workloads(Reader):
 
         keep = await asyncio.gather(*(top_level(o) for _, o in found))
         found = [f for f, k in zip(found, keep) if k]
-        ready, owned = await self._ready_counts([o for _, o in found], namespace, allow, warnings, indexes)
-        events = await self._list_warnings(namespace, found, owned, allow, warnings)
+        ready, owned = await self._ready_counts([o for _, o in found], namespace, rules, indexes)
+        events = await self._list_warnings(namespace, found, owned, rules)
 
         async def row(k: Known, obj: dict[str, Any]) -> dict[str, Any]:
             meta = obj.get("metadata") or {}
@@ -425,36 +343,33 @@ class Workloads(Reader):
             return out
 
         items = list(await asyncio.gather(*(row(k, o) for k, o in found)))
-        sort_rows(items)
-        return {"items": items, "warnings": sorted(set(warnings)), "freshness": direct_freshness()}
+        return rules.result(items, direct_freshness())
 
-    async def _list_warnings(self, namespace: str | None, found: list[Any], owned: dict[str, Any], allow: Allow,
-                             warnings: list[str]) -> tuple[bool | set[str], list[WarningEvent]] | None:
+    async def _list_warnings(self, namespace: str | None, found: list[Any], owned: dict[str, Any],
+                             rules: ListRules) -> tuple[bool | set[str], list[WarningEvent]] | None:
         """The Warning Events the rows' reasons read, and where the caller may see them (None: none)."""
         if not owned:
             return None
-        present = {str((o.get("metadata") or {}).get("namespace") or "") for _, o in found}
-        vis = await events_visibility(allow, namespace, present, warnings)
+        vis = await rules.events(namespaces_of(o for _, o in found))
         if vis is False:
             return None
-        listed = await self.warnings_of(namespace, warnings)
+        listed = await self.warnings_of(namespace, rules.warnings)
         return (vis, listed) if listed is not None else None
 
-    async def _ready_counts(self, objs: list[dict[str, Any]], namespace: str | None, allow: Allow,
-                            warnings: list[str], indexes: dict[str | None, OwnerIndex]
+    async def _ready_counts(self, objs: list[dict[str, Any]], namespace: str | None, rules: ListRules,
+                            indexes: dict[str | None, OwnerIndex]
                             ) -> tuple[dict[str, int], dict[str, list[tuple[dict[str, Any], set[str]]]]]:
         """Ready pods per workload UID, and each workload's pods with their chains (for the reasons)."""
         owned: dict[str, list[tuple[dict[str, Any], set[str]]]] = {}
         if not objs:
             return {}, owned
-        present = {str((o.get("metadata") or {}).get("namespace") or "") for o in objs}
-        vis = await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
+        vis = await rules.pods(namespaces_of(objs))
         if vis is False:
             return {}, owned
         try:
             pods = (await self.kube.list(PODS, namespace, resource_version="0"))["items"]
         except KubeError as e:
-            warnings.append(f"cannot list pods: {e}")
+            rules.warnings.append(f"cannot list pods: {e}")
             return {}, owned
         by_ns: dict[str | None, list[dict[str, Any]]] = {}
         for p in pods:

@@ -20,7 +20,7 @@ from typing import Any
 from ..jqlang.writepaths import PathNotWritable, resolve_paths
 from ..karta.load import Definition
 from ..karta.model import SuspendDefinition
-from .update import _ROOT_FIXED, UpdateError, _set, pointer
+from .update import ROOT_FIXED, UpdateError, pointer, set_at
 
 ACTIONS = {"suspend": "suspendActions", "resume": "resumeActions"}
 
@@ -67,11 +67,11 @@ def apply_actions(d: Definition, obj: dict[str, Any], which: str) -> dict[str, A
         except PathNotWritable as e:
             raise ActionError(field, str(e)) from None
         for loc in locations:
-            if not loc or any(loc[:len(fixed)] == fixed for fixed in _ROOT_FIXED):
+            if not loc or any(loc[:len(fixed)] == fixed for fixed in ROOT_FIXED):
                 raise ActionError(field, f"an action may not write {pointer(loc) or 'the whole object'} "
                                          "(apiVersion, kind, status, metadata.name and metadata.uid are fixed)")
             try:
-                _set(out, loc, copy.deepcopy(value))
+                set_at(out, loc, copy.deepcopy(value))
             except UpdateError as e:
                 raise ActionError(field, e.message) from None
             except (AttributeError, TypeError, IndexError, KeyError):

@@ -48,7 +48,7 @@ _TOLERATION = {"key": str, "operator": str, "value": str, "effect": str, "tolera
 _OPERATORS = ("Exists", "Equal")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # What a write at the object's root may not change (the reference's rule).
-_ROOT_FIXED = (("apiVersion",), ("kind",), ("status",), ("metadata", "name"), ("metadata", "uid"))
+ROOT_FIXED = (("apiVersion",), ("kind",), ("status",), ("metadata", "name"), ("metadata", "uid"))
 
 
 class UpdateError(Exception):
@@ -290,7 +290,7 @@ def _get(obj: Any, loc: Location) -> Any:
     return obj
 
 
-def _set(obj: dict[str, Any], loc: Location, value: Any) -> None:
+def set_at(obj: dict[str, Any], loc: Location, value: Any) -> None:
     """Write `value` at `loc`, creating missing objects on the way (as jq's setpath does)."""
     node: Any = obj
     for i, k in enumerate(loc[:-1]):
@@ -354,14 +354,14 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
         except UpdateError as e:
             raise UpdateError(f"component {t.component}: {e.message}", "definition", t.component) from None
         if not loc:
-            moved = [".".join(p) for p in _ROOT_FIXED if _get(new, p) != _get(obj, p)]
+            moved = [".".join(p) for p in ROOT_FIXED if _get(new, p) != _get(obj, p)]
             if moved:
                 raise UpdateError(f"component {t.component}: a write at the object root may not change "
                                   + ", ".join(moved), "definition", t.component)
         changed = new != old
         if changed:
             if loc:
-                _set(out, loc, new)
+                set_at(out, loc, new)
             else:
                 out = new
         writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),

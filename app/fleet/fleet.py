@@ -27,6 +27,7 @@ from ..cluster.workloads import Interpret
 from ..karta.registry import Registry
 from ..model.events import EventLog
 from ..model.live import row_key
+from ..model.protocol import ClusterModel
 from .member import Member
 from .specs import SECRET_LABEL, ClusterSpec, SpecError, from_secret
 
@@ -48,7 +49,7 @@ class Fleet:
     def __init__(self, registry: Callable[[], Registry], interpret: Interpret, *, cache: bool = True,
                  namespaces: list[str] | None = None, auth: bool = False, labelled: bool = True,
                  probe_interval: float = 10.0, secret_allow_insecure: bool = False,
-                 events: EventLog | None = None, model_factory: Callable[[Member], Any] | None = None):
+                 events: EventLog | None = None, model_factory: Callable[[Member], ClusterModel] | None = None):
         self.registry, self.interpret = registry, interpret
         self.options = {"cache": cache, "namespaces": namespaces, "auth": auth, "labelled": labelled,
                         "probe_interval": probe_interval, "model_factory": model_factory}

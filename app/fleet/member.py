@@ -23,6 +23,7 @@ from ..cluster.workloads import Interpret, Workloads, now_iso
 from ..karta.registry import Registry
 from ..model.events import EventLog
 from ..model.live import LiveModel
+from ..model.protocol import ClusterModel
 from . import secret_kubeconfig
 from .specs import ClusterSpec, redact
 
@@ -33,7 +34,7 @@ class Member:
     def __init__(self, spec: ClusterSpec, *, registry: Callable[[], Registry], interpret: Interpret,
                  events: EventLog, cache: bool = True, namespaces: list[str] | None = None, auth: bool = False,
                  labelled: bool = True, kube: Kube | None = None, probe_interval: float = 10.0,
-                 request_timeout: float = 30.0, model_factory: Callable[[Member], Any] | None = None):
+                 request_timeout: float = 30.0, model_factory: Callable[[Member], ClusterModel] | None = None):
         self.spec, self.name = spec, spec.name
         self.registry, self.interpret, self.events = registry, interpret, events
         self.cache, self.namespaces, self.auth, self.labelled = cache, namespaces, auth, labelled
@@ -42,7 +43,7 @@ class Member:
         self.model_factory = model_factory
         self.kube = kube
         self._owns_kube = kube is None
-        self.model: LiveModel | None = None
+        self.model: ClusterModel | None = None  # None: --cache false (every read is direct)
         self.workloads: Workloads | None = None
         self.access: Access | None = None
         self.version: str | None = None

@@ -54,7 +54,7 @@ class _Gen:
 
     def closure(self, n: Node, v: str, scope: Scope) -> str:
         """The native closure of `n`, called: a list of outputs."""
-        return f"{self.const(nv._compile(n))}({v}, {self._env(scope)})"
+        return f"{self.const(nv.compile_node(n))}({v}, {self._env(scope)})"
 
     # -- the one-output form: a Python expression for the single output, or None ----------
 
@@ -83,7 +83,7 @@ class _Gen:
         if k == "identity":
             return v
         if k in ("null", "true", "false", "number", "string"):
-            return self.const(nv._literal(n))
+            return self.const(nv.literal_value(n))
         if k == "paren":
             return self.one(n.children[0], v, scope)
         if k == "var":
@@ -96,7 +96,7 @@ class _Gen:
                 raise nv.Unsupported(name)
             return f"(env[{name!r}] if {name!r} in env else _fallback())"
         if k in ("field", "index"):
-            base, keys = nv._path_chain(n)
+            base, keys = nv.path_chain(n)
             if not keys:
                 return None
             code = self.one(base, v, scope)
@@ -233,7 +233,7 @@ class _Gen:
         if not args:
             if name == "not":
                 return self.boolean(f"({v} is None or {v} is False)")
-            f1 = nv._ONE_VALUE.get(name)
+            f1 = nv.ONE_VALUE.get(name)
             return None if f1 is None else f"{self.const(f1)}({v})"
         if name == "map" and len(args) == 1:
             x = self.tmp()
@@ -270,7 +270,7 @@ class _Gen:
             t = self.tmp()
             return f"_flat({self.comp(f'_iterate({t})', t, tl)})", True
         if k in ("field", "index"):
-            base, keys = nv._path_chain(n)
+            base, keys = nv.path_chain(n)
             if keys:  # `x.a.b` over a many-valued `x`
                 bl, _ = self.many(base, v, scope)
                 t = self.tmp()
@@ -314,8 +314,6 @@ class _Gen:
         return self.closure(n, v, scope), True
 
 
-_HELPERS = {name: getattr(nv, name) for name in (
-    "_index", "_iterate", "_walk", "_cmp", "_arith", "_out", "_num", "_raise", "_fallback", "_bounded")}
 
 
 def _plus(a: Any, b: Any) -> Any:
@@ -323,7 +321,7 @@ def _plus(a: Any, b: Any) -> Any:
         s = a + b
         if -(2**53) < s < 2**53:
             return s
-    return nv._out(nv._add(a, b))
+    return nv.output_value(nv.add_values(a, b))
 
 
 def _flat(lists: list[list[Any]]) -> list[Any]:
@@ -342,7 +340,7 @@ def generate(tree: Node) -> tuple[str, nv.Fn]:
     g = _Gen()
     body, _ = g.many(tree, "v", {})
     source = f"def _expression(v, env):\n    return {body}\n"
-    namespace: dict[str, Any] = {**_HELPERS, "_plus": _plus, "_only": _only, "_flat": _flat, **g.consts}
+    namespace: dict[str, Any] = {**nv.RUNTIME, "_plus": _plus, "_only": _only, "_flat": _flat, **g.consts}
     exec(compile(source, "<jq expression>", "exec"), namespace)  # noqa: S102 - our own generated code
     return source, namespace["_expression"]
 
@@ -352,7 +350,7 @@ def compile_expression(text: str) -> nv.Program | None:
     subset (the closures' subset: generated code embeds them)."""
     try:
         tree = parse(text)
-        closure = nv._compile(tree)
+        closure = nv.compile_node(tree)
     except (nv.Unsupported, JqParseError, RecursionError):
         return None
     try:

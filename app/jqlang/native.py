@@ -115,7 +115,7 @@ class _Key:
         return _cmp(self.v, other.v) < 0
 
 
-def _out(v: Any) -> Any:
+def output_value(v: Any) -> Any:
     """A value as it comes back through libjq's text: integral numbers below 1e17 print as
     integers; larger ones, and anything exotic, the native path does not vouch for."""
     if type(v) is float:
@@ -131,9 +131,9 @@ def _out(v: Any) -> Any:
             raise Fallback
         return v
     if type(v) is list:
-        return [_out(x) for x in v]
+        return [output_value(x) for x in v]
     if type(v) is dict:
-        return {k: _out(x) for k, x in v.items()}
+        return {k: output_value(x) for k, x in v.items()}
     return v
 
 
@@ -173,13 +173,13 @@ def _contains(a: Any, b: Any) -> bool:
     raise JqError
 
 
-def _add(a: Any, b: Any) -> Any:
+def add_values(a: Any, b: Any) -> Any:
     if a is None:
         return b
     if b is None:
         return a
     if _num(a) and _num(b):
-        return _out(a + b)  # 1.5 + 1.5 prints as 3 through libjq's text
+        return output_value(a + b)  # 1.5 + 1.5 prints as 3 through libjq's text
     if type(a) is str and type(b) is str:
         return a + b
     if type(a) is list and type(b) is list:
@@ -191,7 +191,7 @@ def _add(a: Any, b: Any) -> Any:
 
 def _arith(op: str, a: Any, b: Any) -> Any:
     if op == "+":
-        return _add(a, b)
+        return add_values(a, b)
     if op == "-":
         if _num(a) and _num(b):
             return a - b
@@ -248,7 +248,7 @@ def _slice(t: Any, lo: Any, hi: Any) -> Any:
 
 # -- compiling -------------------------------------------------------------------------------
 
-def _path_chain(n: Node) -> tuple[Node, list[Any]]:
+def path_chain(n: Node) -> tuple[Node, list[Any]]:
     """The base and constant keys of a path `.a.b["c"][0]` (keys outermost last)."""
     keys: list[Any] = []
     while True:
@@ -302,11 +302,11 @@ def _single(fn: Fn, v: Any, env: Env) -> Any:
 One = Callable[[Any, Env], Any]  # an expression with exactly one output: that output
 
 
-def _literal(n: Node) -> Any:
+def literal_value(n: Node) -> Any:
     if n.kind == "number":
         const = float(n.value) if any(c in n.value for c in ".eE") else int(n.value)
         try:
-            return _out(const)
+            return output_value(const)
         except Fallback:
             raise Unsupported("a number literal beyond 1e17") from None
     return {"null": None, "true": True, "false": False}.get(n.kind) if n.kind != "string" else n.value
@@ -320,7 +320,7 @@ def _one(n: Node) -> One | None:
     if k == "identity":
         return lambda v, env: v
     if k in ("null", "true", "false", "number", "string"):
-        const = _literal(n)
+        const = literal_value(n)
         return lambda v, env: const
     if k == "paren":
         return _one(n.children[0])
@@ -332,7 +332,7 @@ def _one(n: Node) -> One | None:
             raise Unsupported(name)
         return lambda v, env: env[name] if name in env else _fallback()
     if k in ("field", "index"):
-        base, keys = _path_chain(n)
+        base, keys = path_chain(n)
         if not keys:
             return None
         if base.kind == "identity":
@@ -379,7 +379,7 @@ def _one(n: Node) -> One | None:
         if op in ("+", "-", "*", "/", "%"):
             def arith(v: Any, env: Env) -> Any:
                 b = right(v, env)
-                return _out(_arith(op, left(v, env), b))
+                return output_value(_arith(op, left(v, env), b))
 
             return arith
         return None
@@ -402,7 +402,7 @@ def _one(n: Node) -> One | None:
     if k == "array":
         if not n.children:
             return lambda v, env: []
-        body = _compile(n.children[0])
+        body = compile_node(n.children[0])
         return lambda v, env: body(v, env)
     if k == "unary":
         operand = _one(n.children[0])
@@ -422,7 +422,7 @@ def _one(n: Node) -> One | None:
     if k == "call":
         name = n.value
         if not n.children:
-            f1 = _ONE_VALUE.get(name)  # None: it may output nothing
+            f1 = ONE_VALUE.get(name)  # None: it may output nothing
             return None if f1 is None else (lambda v, env: f1(v))
         if name == "map" and len(n.children) == 1:
             f = _one(n.children[0])
@@ -430,7 +430,7 @@ def _one(n: Node) -> One | None:
                 return lambda v, env: [f(x, env) for x in _iterate(v)]
             return None
         if name in ("any", "all") and len(n.children) == 2:
-            gen, cond = _compile(n.children[0]), _one(n.children[1])
+            gen, cond = compile_node(n.children[0]), _one(n.children[1])
             if cond is None:
                 return None
             if name == "any":
@@ -444,24 +444,24 @@ def _raise() -> Any:
     raise JqError
 
 
-def _compile(n: Node) -> Fn:
+def compile_node(n: Node) -> Fn:
     one = _one(n)
     if one is not None:
         return lambda v, env: [one(v, env)]
     # Identity, literals, variables, arrays and paths from `.` always have the one-output form.
     k = n.kind
     if k == "paren":
-        return _compile(n.children[0])
+        return compile_node(n.children[0])
     if k == "field" or k == "index":
-        base, keys = _path_chain(n)
+        base, keys = path_chain(n)
         if keys:  # `x.a.b["c"][0]` over a many-valued `x`: one walk down the constant keys each
-            target = _compile(base)
+            target = compile_node(base)
             return lambda v, env: [_walk(t, keys) for t in target(v, env)]
     if k == "field":
-        target, name = _compile(n.children[0]), n.value
+        target, name = compile_node(n.children[0]), n.value
         return lambda v, env: [_index(t, name) for t in target(v, env)]
     if k == "index":
-        target, key = _compile(n.children[0]), _compile(n.children[1])
+        target, key = compile_node(n.children[0]), compile_node(n.children[1])
 
         def index(v: Any, env: Env) -> list[Any]:
             ks = key(v, env)
@@ -469,9 +469,9 @@ def _compile(n: Node) -> Fn:
 
         return index
     if k == "slice":
-        target = _compile(n.children[0])
-        lo = _compile(n.children[1]) if n.children[1] is not None else None
-        hi = _compile(n.children[2]) if n.children[2] is not None else None
+        target = compile_node(n.children[0])
+        lo = compile_node(n.children[1]) if n.children[1] is not None else None
+        hi = compile_node(n.children[2]) if n.children[2] is not None else None
 
         def sl(v: Any, env: Env) -> list[Any]:
             a = _single(lo, v, env) if lo else None
@@ -480,7 +480,7 @@ def _compile(n: Node) -> Fn:
 
         return sl
     if k == "iterate":
-        target = _compile(n.children[0])
+        target = compile_node(n.children[0])
         return lambda v, env: [x for t in target(v, env) for x in _iterate(t)]
     if k == "optional":
         c = n.children[0]
@@ -494,7 +494,7 @@ def _compile(n: Node) -> Fn:
     if k == "object":
         return _object(n)
     if k == "interp":
-        parts = [(p.value, None) if p.kind == "string" else (None, _compile(p)) for p in n.children]
+        parts = [(p.value, None) if p.kind == "string" else (None, compile_node(p)) for p in n.children]
 
         def interp(v: Any, env: Env) -> list[Any]:
             out = []
@@ -504,7 +504,7 @@ def _compile(n: Node) -> Fn:
 
         return interp
     if k == "unary":
-        operand = _compile(n.children[0])
+        operand = compile_node(n.children[0])
         sign = -1 if n.value == "-" else 1
 
         def unary(v: Any, env: Env) -> list[Any]:
@@ -532,7 +532,7 @@ def _compile(n: Node) -> Fn:
 def _optional_access(n: Node) -> Fn:
     """`.a?`, `x[k]?`, `x[a:b]?`, `x[]?`: only the access itself may fail quietly (libjq's
     INDEX_OPT / EACH_OPT); an error in `x` or `k` is still an error."""
-    target = _compile(n.children[0])
+    target = compile_node(n.children[0])
     if n.kind == "iterate":
         def each(v: Any, env: Env) -> list[Any]:
             out: list[Any] = []
@@ -550,7 +550,7 @@ def _optional_access(n: Node) -> Fn:
         name = n.value
         keyfn: Fn = lambda v, env: [name]  # noqa: E731
     else:
-        keyfn = _compile(n.children[1])
+        keyfn = compile_node(n.children[1])
 
     def access(v: Any, env: Env) -> list[Any]:
         out: list[Any] = []
@@ -569,7 +569,7 @@ def _try(node: Node) -> Fn:
     """`try e` / `e?`: jq keeps the outputs before an error and drops the error.  A list does
     not say which outputs came before it, so only a body with at most one output (then: none)
     is answered here; any other failing body goes to libjq."""
-    body, one = _compile(node), _at_most_one(node)
+    body, one = compile_node(node), _at_most_one(node)
 
     def attempt(v: Any, env: Env) -> list[Any]:
         try:
@@ -621,7 +621,7 @@ def _object(n: Node) -> Fn:
             entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _fallback()))(name)))
             continue
         elif key.kind in ("paren", "interp"):
-            kconst, kfn = None, _compile(key)
+            kconst, kfn = None, compile_node(key)
         else:
             raise Unsupported(key.kind)
         if value is None:  # {a}: .a
@@ -630,7 +630,7 @@ def _object(n: Node) -> Fn:
             const = kconst
             vfn: Fn = lambda v, env, c=const: [_index(v, c)]  # noqa: E731
         else:
-            vfn = _compile(value)
+            vfn = compile_node(value)
         entries.append((kconst, kfn, vfn))
 
     def build(v: Any, env: Env) -> list[Any]:
@@ -647,7 +647,7 @@ def _object(n: Node) -> Fn:
 
 def _binop(n: Node) -> Fn:
     op = n.value
-    left, right = _compile(n.children[0]), _compile(n.children[1])
+    left, right = compile_node(n.children[0]), compile_node(n.children[1])
     if op == "|":
         if _at_most_one(n.children[1]):  # no product: at most the left side's outputs
             return lambda v, env: [y for x in left(v, env) for y in right(x, env)]
@@ -677,15 +677,15 @@ def _binop(n: Node) -> Fn:
         test = _COMPARE[op]
         return lambda v, env: [test(_cmp(a, b)) for b in right(v, env) for a in left(v, env)]
     if op in ("+", "-", "*", "/", "%"):
-        return lambda v, env: [_out(_arith(op, a, b)) for b in right(v, env) for a in left(v, env)]
+        return lambda v, env: [output_value(_arith(op, a, b)) for b in right(v, env) for a in left(v, env)]
     raise Unsupported(op)
 
 
 def _if(n: Node) -> Fn:
     ch = list(n.children)
     has_else = len(ch) % 2 == 1
-    otherwise = _compile(ch[-1]) if has_else and ch[-1] is not None else (lambda v, env: [v])
-    pairs = [(_compile(ch[i]), _compile(ch[i + 1])) for i in range(0, len(ch) - (1 if has_else else 0), 2)]
+    otherwise = compile_node(ch[-1]) if has_else and ch[-1] is not None else (lambda v, env: [v])
+    pairs = [(compile_node(ch[i]), compile_node(ch[i + 1])) for i in range(0, len(ch) - (1 if has_else else 0), 2)]
 
     def branch(i: int, v: Any, env: Env) -> list[Any]:
         if i == len(pairs):
@@ -704,7 +704,7 @@ def _bind(n: Node) -> Fn:
     if len(patterns) != 1 or patterns[0].kind != "pvar":
         raise Unsupported("destructuring")
     name = patterns[0].value
-    src, b = _compile(source), _compile(body)
+    src, b = compile_node(source), compile_node(body)
     if _at_most_one(body):
         return lambda v, env: [y for x in src(v, env) for y in b(v, {**env, name: x})]
     return lambda v, env: _bounded([y for x in src(v, env) for y in b(v, {**env, name: x})], env)
@@ -715,7 +715,7 @@ def _reduce(n: Node) -> Fn:
     if pattern.kind != "pvar":
         raise Unsupported("destructuring")
     name = pattern.value
-    src, ini, upd = _compile(source), _compile(init), _compile(update)
+    src, ini, upd = compile_node(source), compile_node(init), compile_node(update)
 
     def reduce(v: Any, env: Env) -> list[Any]:
         acc = _single(ini, v, env)
@@ -781,7 +781,7 @@ def _need_str(v: Any) -> str:
 
 
 # Builtins of arity 0 with exactly one output: that output, as a function of the input.
-_ONE_VALUE: dict[str, Callable[[Any], Any]] = {
+ONE_VALUE: dict[str, Callable[[Any], Any]] = {
     "not": lambda v: not _truthy(v),
     "length": _length,
     "keys": _keys,
@@ -810,7 +810,7 @@ _ONE_VALUE: dict[str, Callable[[Any], Any]] = {
 
 # Every builtin of arity 0: the list of its outputs (the filters output none or the input).
 _ZERO: dict[str, Callable[[Any], list[Any]]] = {
-    **{name: (lambda f: lambda v: [f(v)])(f) for name, f in _ONE_VALUE.items()},
+    **{name: (lambda f: lambda v: [f(v)])(f) for name, f in ONE_VALUE.items()},
     "empty": lambda v: [],
     "values": lambda v: [v] if v is not None else [],
     "nulls": lambda v: [v] if v is None else [],
@@ -877,7 +877,7 @@ def _add_all(xs: list[Any]) -> Any:
                 acc, owned = dict(acc), True
             acc.update(x)
         else:
-            acc, owned = _add(acc, x), False
+            acc, owned = add_values(acc, x), False
     return "".join(strs) if strs is not None else acc
 
 
@@ -918,7 +918,7 @@ def _call(n: Node) -> Fn:
             return [rx.sub(repl, v)]
 
         return gsub
-    args = [_compile(a) for a in n.children]
+    args = [compile_node(a) for a in n.children]
     if not args:
         f0 = _ZERO.get(name)
         if f0 is None:
@@ -1075,15 +1075,21 @@ class Program:
         out = self.fn(value, {_BUDGET: [BUDGET]})
         if len(out) >= MAX_RESULTS:
             raise Fallback  # libjq's capped run words the error
-        return [_out(x) for x in out] if exponents else out
+        return [output_value(x) for x in out] if exponents else out
 
 
 def why_not(text: str) -> str | None:
     """What keeps an expression off the native path (None: it runs natively)."""
     try:
-        _compile(parse(text))
+        compile_node(parse(text))
     except Unsupported as e:
         return f"uses {e.args[0] if e.args else 'an unsupported construct'}"
     except JqParseError as e:
         return f"does not parse: {e}"
     return None
+
+
+# What generated code (codegen.py) calls, by the names it is generated with.
+RUNTIME: dict[str, Any] = {"_index": _index, "_iterate": _iterate, "_walk": _walk, "_cmp": _cmp, "_arith": _arith,
+                           "_out": output_value, "_num": _num, "_raise": _raise, "_fallback": _fallback,
+                           "_bounded": _bounded}

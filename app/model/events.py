@@ -18,7 +18,7 @@ import secrets
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(slots=True)
@@ -40,8 +40,24 @@ class TokenError(Exception):
         self.status, self.message = status, message
 
 
+class ChangeLog(Protocol):
+    """What streams read of a log of change events: this process's (EventLog), or behind a store
+    the store's stream (store/mirror.py: StoreLog)."""
+
+    seq: int  # the last event's sequence number
+    subscribers: set[Subscription]
+
+    def token(self, seq: int | None = None) -> str: ...
+    def parse(self, token: str) -> int: ...
+    def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
+                cluster: str | None = None) -> Event: ...
+    def subscribe(self, accept: Callable[[Event], bool], size: int = 1000) -> Subscription: ...
+    def since(self, seq: int) -> list[Event]: ...
+    async def after(self, token: str) -> list[Event]: ...
+
+
 class Subscription:
-    def __init__(self, log: EventLog, accept: Callable[[Event], bool], size: int):
+    def __init__(self, log: ChangeLog, accept: Callable[[Event], bool], size: int):
         self.log, self.accept = log, accept
         self.queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=size)
         self.overflowed = False

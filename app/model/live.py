@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -44,29 +43,28 @@ from ..cluster.diagnosis import (
 from ..cluster.informer import Backoff, Informer, cancel_all, sleep_or_stop
 from ..cluster.kube import CRDS, EVENTS, PODS, Kube, KubeError, Resource
 from ..cluster.reader import Found, Reader
+from ..cluster.views import ListRules, enveloped, events_shown, with_diagnosis
 from ..cluster.workloads import (
     Allow,
     Known,
     components_of,
     definition_for,
     error_row,
-    hide_unseen,
     matches_token,
-    not_allowed_events,
     now_iso,
-    sort_rows,
     summary_row,
     version_rank,
-    visibility,
-    visible_in,
 )
 from ..engine.interpret import generic_flags
+from ..engine.pool import BACKGROUND  # this model's loops evaluate for no caller
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
 from .events import EventLog, TokenError
+from .kinds import GK, KindWatch
 from .owners import OwnerGraph
 from .packing import Packer, deflate, inflate
+from .protocol import NotSynced
 from .records import (
     POD_BASE,
     Obj,
@@ -80,33 +78,8 @@ from .warnings import WarningEvents
 
 log = logging.getLogger("wlmap.model")
 
-# True inside the model's own loops (interpreting changes, warming answers ahead of reads): work
-# done for no caller, which the evaluation pool never lets take its last worker from callers.
-BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
-
 Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"], Awaitable[dict[str, Any]]]
-GK = tuple[str, str]  # (group, kind)
 RETRY_BUSY = 1.0  # seconds before a workload whose evaluation found every worker busy (503) is tried again
-
-
-@dataclass
-class KindWatch:
-    """One watched kind: its resource, definition (None: an owner kind, metadata only), informers."""
-
-    resource: Resource
-    definition: Definition | None
-    projection: Tree | bool | None  # None: metadata only
-    informers: list[Informer] = field(default_factory=list)
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    is_pod: bool = False
-
-    @property
-    def gk(self) -> GK:
-        return (self.resource.group, self.resource.kind)
-
-    @property
-    def terminal(self) -> bool:
-        return all(i.terminal for i in self.informers)
 
 
 @dataclass(frozen=True)
@@ -243,6 +216,10 @@ class LiveModel(Reader):
     def applied_rv(self) -> int | None:
         """The newest resourceVersion whose changes every row and answer reflect (None: some wait)."""
         return None if self._dirty or self._planning else self.max_rv
+
+    def refusal(self) -> Exception:
+        who = f"cluster {self.cluster}" if self.cluster else "the cluster"
+        return NotSynced(f"{who} is connecting; its live model has not finished its first sync")
 
     def error(self) -> str | None:
         """Why part of the cluster cannot be watched now (None: nothing stands in the way)."""
@@ -696,7 +673,7 @@ class LiveModel(Reader):
             return None
         return Found(kw.resource, o.uid, (o.controller or ("", "", "", None))[3], o.namespace, o.name, o)
 
-    def body(self, found: Found) -> dict[str, Any]:
+    async def body(self, found: Found) -> dict[str, Any]:
         return found.item.object()  # type: ignore[no-any-return]
 
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
@@ -709,9 +686,7 @@ class LiveModel(Reader):
         body, ctx = await self.live_answer(kw, found.item, d, with_pods)
         if ctx is not None:  # per read: what Events show depends on the caller
             body = await self._with_diagnosis(body, ctx, found, allow)
-        if self.cluster:
-            body = b'{"cluster":' + orjson.dumps(self.cluster) + b"," + body[1:]
-        return _with_freshness(body, self.freshness()) if freshness else body
+        return enveloped(body, self.cluster, self.freshness() if freshness else None)
 
     async def live_result(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool) -> bytes:
         return (await self.live_answer(kw, obj, d, with_pods))[0]
@@ -736,7 +711,8 @@ class LiveModel(Reader):
 
     async def _with_diagnosis(self, body: bytes, ctx: Context, found: Found, allow: Allow) -> bytes:
         ns = found.namespace or None
-        events = await allow("list", EVENTS, ns, None)
+        notes: list[str] = []
+        events = await events_shown(allow, ns, notes if self.warning_events > 0 else None)
         hit = self._live.get(found.uid)
         key = (hit[0] if hit else None, self._events_version.get(found.uid, 0), events)
         known = self._diagnoses.get(found.uid)
@@ -746,12 +722,7 @@ class LiveModel(Reader):
             entries = exact(orjson.dumps(explain(ctx, self.pod_facts(found.uid),
                                                  self.warnings_of(found.uid) if events else [])))
             self._diagnoses[found.uid] = (key, entries)
-        body = body[:-1] + b',"diagnosis":' + entries + b"}"
-        if events or self.warning_events <= 0:
-            return body
-        out = orjson.loads(body)  # rare: a caller who may read pods but not Events
-        out["warnings"] = [*out.get("warnings", []), not_allowed_events(ns)]
-        return orjson.dumps(out)
+        return with_diagnosis(body, entries, notes)
 
     def definition_for(self, gvk: tuple[str, str, str]) -> Definition:
         return definition_for(self.registry(), gvk)
@@ -812,33 +783,23 @@ def known_kinds(kinds: Any, kind: str | None, api_version: str | None) -> list[K
 
 async def summarize(kinds: Any, rows: Any, namespace: str | None, kind: str | None, allow: Allow,
                     namespaces: list[str] | None, freshness: dict[str, Any]) -> dict[str, Any]:
-    """The rows of a list, as the caller may see them: the rules of Workloads.summaries, applied
-    to rows held in memory (this model's, or the store's mirror of a shard's)."""
-    warnings: list[str] = []
-    served = [kw for kw in kinds if kw.definition is not None
-              and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))]
-    if kind and not served:
-        warnings.append(f'no served kind with a definition matches "{kind}"')
+    """The rows of a list held in memory (this model's, or the store's mirror of a shard's), as
+    the caller may see them: the list rules (cluster/views.py) the direct reader lists with."""
+    rules = ListRules(allow, namespace, kind)
+    watched = {kw.gk: kw for kw in kinds if kw.definition is not None}
     by_kind: dict[GK, list[dict[str, Any]]] = {}
     for row in rows:
-        if namespace is None or (row["workload"].get("namespace") or None) in (namespace, None):
+        if rules.in_namespace(row):
             by_kind.setdefault(row_key(row)[:2], []).append(row)
     out: list[dict[str, Any]] = []
-    for kw in served:
+    for k in rules.kinds(Known(kw.definition, kw.resource) for kw in watched.values()):
+        kw = watched[(k.gvk[0], k.gvk[2])]
         refused = next((i for i in kw.informers if i.state == "forbidden"), None)
         if refused is not None:  # the service itself may not list it: as a direct read says
-            warnings.append(f"cannot list {kw.resource.kind}: {refused.error}")
+            rules.unlisted(kw.resource.kind, refused.error)
             continue
-        mine = by_kind.get(kw.gk, [])
-        present = {str(r["workload"].get("namespace") or "") for r in mine}
-        vis = await visibility(allow, kw.resource, namespace, present, warnings)
-        out += [r for r in mine if visible_in(vis, r["workload"].get("namespace"))]
-    if out:
-        out = await hide_unseen(out, allow, namespace, warnings)
-    sort_rows(out)
-    if namespaces is not None and namespace is None:
-        warnings.append("this service watches namespaces " + ", ".join(namespaces) + " only")
-    return {"items": out, "warnings": sorted(set(warnings)), "freshness": freshness}
+        out += await rules.visible(kw.resource, by_kind.get(kw.gk, []))
+    return rules.result(await rules.hide_unseen(out), freshness, namespaces)
 
 
 def row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -856,8 +817,3 @@ def _facts(result: dict[str, Any]) -> dict[str, Any]:
             if result.get("status") else None,
             "totals": result.get("totals"), "errors": result.get("errors")}
     return {"result": slim, "gangMin": gang_minimum(result), "components": components_of(result)}
-
-
-def _with_freshness(body: bytes, freshness: dict[str, Any]) -> bytes:
-    return body[:-1] + b',"freshness":' + orjson.dumps(freshness) + b"}"
-

@@ -30,6 +30,7 @@ from ..fleet.member import Member
 from . import fleet_reads
 from .auth import may_not_patch
 from .problems import ProblemError
+from .service import Service
 
 if TYPE_CHECKING:  # the service calls these: a type only
     from .service import Service
@@ -122,7 +123,7 @@ async def suspend_or_resume(service: Service, state: dict[str, Any], which: str,
         d = reader.definition_for(found.resource.gvk)
     except LookupFailed as e:
         raise service.explained(e, namespace, name, kind) from None
-    obj = reader.body(found)
+    obj = await reader.body(found)
     try:
         new = apply_actions(d, obj, which)
     except NoSuspendDefinition as e:

@@ -11,6 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..ui import mount_ui
 from . import wiring
+from .errors import DOMAIN_ERRORS, on_domain_error
 from .middleware import ServiceMiddleware
 from .openapi import patch_openapi
 from .problems import ProblemError, on_http, on_problem, on_unexpected, on_validation
@@ -37,6 +38,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description=DESCRIPTION)
     app.state.service = service
     app.add_exception_handler(ProblemError, on_problem)  # type: ignore[arg-type]
+    for error in DOMAIN_ERRORS:  # the lower layers' errors, said as the table in errors.py says
+        app.add_exception_handler(error, on_domain_error)
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, on_unexpected)

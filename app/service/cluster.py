@@ -24,8 +24,8 @@ from ..fleet import specs
 from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.store import DefinitionStore
-from ..model.live import LiveModel
-from .settings import Settings, auth_mode, fleet_mode
+from ..model.protocol import ClusterModel
+from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
 
 if TYPE_CHECKING:
     from .sharing import Sharing
@@ -86,7 +86,7 @@ class Cluster:
         return self.fleet.home
 
     @property
-    def model(self) -> LiveModel | None:
+    def model(self) -> ClusterModel | None:
         return self.fleet.home.model if self.fleet.home is not None else None
 
     @property

@@ -12,9 +12,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ..cluster.reader import Allow, LookupFailed, Reader
-from ..cluster.workloads import sort_rows
+from ..cluster.reader import Allow, LookupFailed, WorkloadReader
+from ..cluster.views import sort_rows
 from ..fleet.member import Member
+from ..model.protocol import NotSynced
+from .errors import SAID_ERRORS, problem_of
 from .problems import ProblemError
 
 READ_BOUND = 5.0  # seconds one cluster may take for its part of an aggregate read
@@ -22,7 +24,8 @@ READ_BOUND = 5.0  # seconds one cluster may take for its part of an aggregate re
 AllowFor = Callable[[Member], Allow]
 # Where a read of the cluster is answered from (its live model, else the API server; a
 # ProblemError when neither can): the service's one decision for every read (Service.reader).
-ReaderFor = Callable[[Member], Reader]
+ReaderFor = Callable[[Member], WorkloadReader]
+UNSEARCHED: tuple[type[Exception], ...] = (asyncio.TimeoutError, *SAID_ERRORS)  # a cluster that could not be searched
 
 
 def unavailable(member: Member) -> ProblemError:
@@ -31,10 +34,8 @@ def unavailable(member: Member) -> ProblemError:
                         f"cluster {member.name} does not answer{why}", headers={"Retry-After": "5"})
 
 
-def not_synced(member: Member) -> ProblemError:
-    return ProblemError(503, "cluster-not-synced", "Cluster not synced yet",
-                        f"cluster {member.name} is connecting; its live model has not finished its first sync",
-                        headers={"Retry-After": "2"})
+def not_synced(member: Member) -> NotSynced:
+    return NotSynced(f"cluster {member.name} is connecting; its live model has not finished its first sync")
 
 
 def _labelled(rows: list[dict[str, Any]], member: Member) -> list[dict[str, Any]]:
@@ -44,7 +45,7 @@ def _labelled(rows: list[dict[str, Any]], member: Member) -> list[dict[str, Any]
 
 async def member_summaries(member: Member, namespace: str | None, kind: str | None, allow: Allow,
                            reader_for: ReaderFor) -> dict[str, Any]:
-    """One cluster's part of GET /workloads (raises ProblemError when it has nothing to give)."""
+    """One cluster's part of GET /workloads (raises an error when it has nothing to give)."""
     out = await reader_for(member).summaries(namespace, kind, allow=allow)
     rows = _labelled(out["items"], member)
     if not member.available:
@@ -54,24 +55,23 @@ async def member_summaries(member: Member, namespace: str | None, kind: str | No
 
 async def fleet_summaries(members: list[Member], namespace: str | None, kind: str | None, allow_for: AllowFor,
                           reader_for: ReaderFor) -> dict[str, Any]:
-    async def one(m: Member) -> dict[str, Any] | Exception:
+    async def one(m: Member) -> dict[str, Any] | ProblemError:
         try:
             return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), reader_for),
                                           READ_BOUND)
         except asyncio.TimeoutError:
             return ProblemError(503, "cluster-slow", "Cluster too slow",
                                 f"cluster {m.name} did not answer within {READ_BOUND:g} s")
-        except (ProblemError, LookupFailed) as e:
-            return e
+        except SAID_ERRORS as e:
+            return problem_of(e)
 
     parts = await asyncio.gather(*(one(m) for m in members))
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
     clusters: list[dict[str, Any]] = []
     for m, part in zip(members, parts):
-        if isinstance(part, Exception):
-            detail = part.detail if isinstance(part, ProblemError) else part.message  # type: ignore[attr-defined]
-            warnings.append(f"cluster {m.name}: {detail}; its workloads are left out")
+        if isinstance(part, ProblemError):
+            warnings.append(f"cluster {m.name}: {part.detail}; its workloads are left out")
             clusters.append({"name": m.name, "available": m.available, "synced": m.synced, "freshness": None})
             continue
         rows += part["items"]
@@ -119,7 +119,7 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
     async def bounded(m: Member) -> dict[str, Any] | None:
         try:
             return await asyncio.wait_for(holds(m), READ_BOUND)
-        except (asyncio.TimeoutError, ProblemError):
+        except UNSEARCHED:
             down.append(m)
             return None
 

@@ -187,10 +187,12 @@ class ServiceMiddleware:
             self._record(scope, info, started)
 
     async def _direct(self, handler: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        from .errors import SAID_ERRORS, problem_of
+
         try:
             response = await handler(Request(scope, receive))
-        except ProblemError as e:
-            response = problem_response(e, scope.get("path"))  # with its headers (Retry-After)
+        except SAID_ERRORS as e:
+            response = problem_response(problem_of(e), scope.get("path"))  # with its headers (Retry-After)
         except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
             response = internal_error(scope.get("path"), e)
         await response(scope, receive, send)

@@ -12,13 +12,24 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from ..cluster.workloads import LookupFailed
 from ..documents import UnencodableValue
-from ..problem import ProblemError
-
-__all__ = ["ProblemError"]  # defined with the problem documents (app/problem.py), raised from every layer above
+from ..problem import problem_body
 
 PROBLEM_JSON = "application/problem+json"
+
+
+class ProblemError(Exception):
+    """Raise anywhere in a handler to answer with a problem document (the layers below raise
+    their own errors, which errors.py says as problems)."""
+
+    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
+                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
+        super().__init__(detail)
+        self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
+        self.extra, self.headers = extra or {}, headers or {}
+
+    def body(self, instance: str | None) -> dict[str, Any]:
+        return {**problem_body(self.status, self.slug, self.title, self.detail, instance, self.errors), **self.extra}
 
 
 def envelope(model: Any, doc: Any, expected: str) -> Any:
@@ -82,12 +93,3 @@ def unencodable_problem(e: UnencodableValue, what: str = "body") -> ProblemError
     """A number no JSON the service writes can carry: refused before anything evaluates it."""
     return ProblemError(422, "unencodable-number", "Number out of range", f"{what}: {e}",
                         [{"path": e.path, "message": str(e)}])
-
-
-_LOOKUP_TITLES = {403: "Forbidden", 404: "Not found", 409: "Ambiguous workload", 422: "Invalid request",
-                  503: "Service unavailable"}
-
-
-def lookup_problem(e: LookupFailed) -> ProblemError:
-    extra = {"candidates": e.candidates} if e.candidates else None
-    return ProblemError(e.status, e.slug, _LOOKUP_TITLES.get(e.status, "Error"), e.message, extra=extra)

@@ -17,38 +17,61 @@ import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
-from ..cluster.reader import Known, LookupFailed, Reader, matches_token
+from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
 from ..engine.interpret import InterpretationError, phase_of
 from ..engine.options import EngineOptions
-from ..fleet.member import Member
-from ..karta.load import Definition
-from ..karta.registry import AmbiguousDefinition
-from ..karta.store import DefinitionStore
-from ..store.errors import store_unavailable
-from . import fleet_reads
-from .auth import Authorizer
-from .bodies import JSON, decode
-from .cluster import Cluster
-from .evaluator import (
+from ..engine.pool import (
     EvaluationBusy,
     EvaluationCrashed,
     EvaluationOutOfMemory,
     EvaluationTimeout,
     Evaluator,
+    PoolCounters,
 )
+from ..fleet.member import Member
+from ..karta.load import Definition
+from ..karta.registry import AmbiguousDefinition
+from ..karta.store import DefinitionStore
+from ..model.protocol import ClusterModel
+from ..store.errors import StoreUnavailable
+from . import fleet_reads
+from .auth import Authorizer
+from .bodies import JSON, decode
+from .cluster import Cluster
+from .errors import lookup_problem
 from .inline import InlineDefinitions
 from .metrics import Metrics
 from .middleware import BodyLimits
 from .models import InterpretRequest
-from .problems import ProblemError, envelope, lookup_problem
+from .problems import ProblemError, envelope
 from .settings import Settings, auth_mode, fleet_mode
 from .shutdown import stop_on_signal
 from .streams import Limits
 from .workload_metrics import WorkloadMetrics
+
+if TYPE_CHECKING:  # (the store's parts load the Redis client: only behind a store)
+    from .sharing import Sharing
+
+
+@dataclass
+class Read:
+    """What reading one request's subject learned beside the object, for its answer: how fresh
+    a `ref` read is and (in a fleet) its cluster; and the object, whose labels a batch groups its
+    items by (known even when the item fails after the read)."""
+
+    object: dict[str, Any] | None = None
+    freshness: dict[str, Any] | None = None
+    cluster: str | None = None
+
+    @property
+    def labels(self) -> Any:
+        meta = (self.object or {}).get("metadata")
+        return meta.get("labels") if isinstance(meta, dict) else None
 
 
 def _is_manifest(doc: Any) -> bool:
@@ -79,7 +102,10 @@ class Service:
         self.auth = Authorizer(auth_mode(settings) == "kubernetes",
                                lambda: self.cluster.access if self.cluster is not None else None)
         self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
-                                   settings.eval_queue_timeout, settings.eval_worker_memory, engine, metrics)
+                                   settings.eval_queue_timeout, settings.eval_worker_memory, engine,
+                                   PoolCounters(restarts=metrics.worker_restarts.inc,
+                                                queue_timeouts=metrics.worker_queue_timeouts.inc,
+                                                retries=metrics.worker_retries.inc))
         self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()
@@ -125,7 +151,7 @@ class Service:
                 await self.cluster.close()
             await self.evaluator.close()
 
-    async def warm_metrics(self, model: Any) -> None:
+    async def warm_metrics(self, model: ClusterModel | None) -> None:
         """Render the workload metrics once the model is synced, so the first scrape finds every
         workload's lines ready (later scrapes render only what changed)."""
         while not self.stop.is_set() and not (model.synced if model is not None else True):
@@ -170,38 +196,40 @@ class Service:
                                f"expected exactly one document, got {len(docs)}")
         return await self.interpret_doc(docs[0], request_state)
 
-    async def interpret_doc(self, doc: Any, request_state: dict[str, Any]) -> dict[str, Any]:
+    async def interpret_doc(self, doc: Any, request_state: dict[str, Any], read: Read | None = None) -> dict[str, Any]:
+        """One interpretation; `read` (a batch's, per item) gets what reading its subject learned."""
         if _is_manifest(doc):
             env = InterpretRequest(object=doc)
         else:
             env = envelope(InterpretRequest, doc, "expected a manifest or an object {\"object\": ..., \"definition\"?, "
                                                   "\"pods\"?}")
         self.bound_pods(len(env.pods or ()))
-        obj, d = await self.subject(env, request_state)
+        read = read if read is not None else Read()
+        obj, d = await self.subject(env, request_state, read)
         pods = env.pods
         if pods is not None and not all(isinstance(p, dict) for p in pods):
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
         result = await self.evaluate(d, obj, pods)
-        request_state["phase"] = phase_of(result)
-        if "freshness" in request_state:
-            result["freshness"] = request_state.pop("freshness")
-        if "cluster" in request_state:
-            result = {"cluster": request_state.pop("cluster"), **result}
+        request_state["phase"] = phase_of(result)  # (the access log's)
+        if read.freshness is not None:
+            result["freshness"] = read.freshness
+        if read.cluster is not None:
+            result = {"cluster": read.cluster, **result}
         return result
 
-    async def subject(self, env: Any, request_state: dict[str, Any], whole: bool = False,
+    async def subject(self, env: Any, request_state: dict[str, Any], read: Read, whole: bool = False,
                       member: Member | None = None) -> tuple[dict[str, Any], Definition]:
         """The object of an envelope (sent, or read with the caller's rights by `ref`; `whole`:
-        as the API server holds it) and the definition to read it with (inline, or the registry's)."""
+        as the API server holds it) and the definition to read it with (inline, or the registry's);
+        `read` gets what the read learned, as soon as it is known."""
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
                 raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
-            obj = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
+            obj, read.freshness, read.cluster = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
-        meta = obj.get("metadata")
-        request_state["labels"] = meta.get("labels") if isinstance(meta, dict) else None  # a batch's groupBy reads them
+        read.object = obj
         if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
             raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
         d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)
@@ -243,7 +271,7 @@ class Service:
         return self.cluster
 
     def reader(self, member: Member, kind: str | None = None, api_version: str | None = None,
-               namespace: str | None = None, whole: bool = False) -> Reader:
+               namespace: str | None = None, whole: bool = False) -> WorkloadReader:
         """Where a read of `member` is answered from: its live model when it can answer this read
         from memory, else the API server (while it answers).  The one place this is decided.
         `whole`: the object as stored (the model keeps only what definitions read): the API server."""
@@ -258,7 +286,7 @@ class Service:
 
     # -- the fleet -------------------------------------------------------------------------
     @property
-    def sharing(self) -> Any:
+    def sharing(self) -> Sharing | None:
         """The store's parts (--store), else None."""
         return self.cluster.sharing if self.cluster is not None else None
 
@@ -266,7 +294,7 @@ class Service:
         """Behind a store, no read is answered while it is away (503), rather than from rows that
         may be stale: every read of cluster data passes here."""
         if self.sharing is not None and not self.sharing.hub.connected:
-            raise store_unavailable()
+            raise StoreUnavailable()
 
     def member(self, name: str | None, what: str = "live workloads") -> Member:
         """The cluster a request names (None: the service's own); 404 unknown, 503 down."""
@@ -318,7 +346,8 @@ class Service:
         return self.member(ref.get("cluster"), "object references")
 
     async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False,
-                        member: Member | None = None) -> dict[str, Any]:
+                        member: Member | None = None) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+        """The object a `ref` names, how fresh the read is, and (in a fleet) its cluster."""
         namespace = ref.get("namespace")
         member = member or await self.ref_member(ref, request_state, whole)
         allow = self.auth.rights(request_state, member)
@@ -327,10 +356,7 @@ class Service:
                 ref["apiVersion"], ref["kind"], namespace, ref["name"], allow=allow)
         except LookupFailed as e:
             raise self.explained(e, namespace or "", ref["name"], ref["kind"]) from None
-        request_state["freshness"] = freshness
-        if self.fleet_mode:
-            request_state["cluster"] = member.name
-        return obj
+        return obj, freshness, member.name if self.fleet_mode else None
 
     def explained(self, e: LookupFailed, namespace: str, name: str, kind: str | None) -> ProblemError:
         """A lookup that found nothing, where an invalid definition is why: say so, and where."""

@@ -33,10 +33,12 @@ from ..cluster.listing import ListQuery
 from ..cluster.reader import Allow, Known, LookupFailed, matches_token
 from ..fleet.fleet import CLUSTER_KEY, Fleet
 from ..fleet.member import Member
-from ..model.events import Event, EventLog, TokenError
-from ..model.live import LiveModel, row_key
+from ..model.events import ChangeLog, Event, TokenError
+from ..model.live import row_key
+from ..model.protocol import ClusterModel
 from ..problem import problem_body
-from .problems import ProblemError, lookup_problem
+from .errors import lookup_problem, problem_of
+from .problems import ProblemError
 
 WATCH = "application/json;stream=watch"
 HEARTBEAT = 15.0  # seconds between bookmarks
@@ -190,14 +192,14 @@ def _slow(sse: bool, token: str, buffer: int) -> Any:
     return _frame(sse, {"type": "ERROR", "object": problem}, token)
 
 
-def need_model(model: LiveModel | None) -> LiveModel:
+def need_model(model: ClusterModel | None) -> ClusterModel:
     if model is None:
         raise ProblemError(400, "streams-need-the-model", "Streams need the live model",
                            "this service reads the API server directly (--cache false); streams need the live model")
     return model
 
 
-async def _wait_synced(model: LiveModel, timeout: float = 30.0) -> None:
+async def _wait_synced(model: ClusterModel, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not model.synced:
         if asyncio.get_running_loop().time() > deadline:
@@ -205,11 +207,6 @@ async def _wait_synced(model: LiveModel, timeout: float = 30.0) -> None:
                                "the live model has not finished its first sync; try again shortly",
                                headers={"Retry-After": "2"})
         await asyncio.sleep(0.1)
-
-
-def _token_problem(e: TokenError) -> ProblemError:
-    return ProblemError(e.status, "resume-token-expired" if e.status == 410 else "malformed-resume-token",
-                        "Resume token too old" if e.status == 410 else "Malformed resume token", e.message)
 
 
 # -- the list -------------------------------------------------------------------------------
@@ -266,7 +263,7 @@ def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
     return present
 
 
-async def _log_stream(limits: Limits, request: Request, log: EventLog, accept: Callable[[Event], bool],
+async def _log_stream(limits: Limits, request: Request, log: ChangeLog, accept: Callable[[Event], bool],
                 snapshot: Callable[[], list[Event]], visible: Visible, query: ListQuery | None = None) -> Any:
     """A stream of a log's events: the current state (or, resuming, what came after the token),
     a BOOKMARK marking its end, then every accepted event as it is published."""
@@ -289,7 +286,7 @@ async def _log_stream(limits: Limits, request: Request, log: EventLog, accept: C
     except TokenError as e:
         sub.close()
         slot.release()
-        raise _token_problem(e) from None
+        raise problem_of(e) from None
     except BaseException:
         sub.close()
         slot.release()
@@ -330,11 +327,11 @@ async def _log_stream(limits: Limits, request: Request, log: EventLog, accept: C
     return respond(request, frames(), slot)
 
 
-def _rows(model: LiveModel, cluster: str | None = None) -> list[Event]:
+def _rows(model: ClusterModel, cluster: str | None = None) -> list[Event]:
     return [Event(0, "ADDED", row_key(row), row, cluster=cluster) for row, _ in model.rows()]
 
 
-async def list_stream(limits: Limits, request: Request, model: LiveModel, namespace: str | None,
+async def list_stream(limits: Limits, request: Request, model: ClusterModel, namespace: str | None,
                       kind: str | None, allow: Allow, query: ListQuery | None = None) -> Any:
     await _wait_synced(model)
     kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
@@ -352,7 +349,7 @@ async def list_stream(limits: Limits, request: Request, model: LiveModel, namesp
 
 # -- one workload ---------------------------------------------------------------------------
 
-async def workload_stream(limits: Limits, request: Request, model: LiveModel, namespace: str, name: str,
+async def workload_stream(limits: Limits, request: Request, model: ClusterModel, namespace: str, name: str,
                           kind: str | None, api_version: str | None, with_pods: bool, allow: Allow) -> Any:
     await _wait_synced(model)
     sse = wants_sse(request)
@@ -370,7 +367,7 @@ async def workload_stream(limits: Limits, request: Request, model: LiveModel, na
         try:
             known_digest = model.resumed(token, key)
         except TokenError as e:
-            raise _token_problem(e) from None
+            raise problem_of(e) from None
     slot = take_slot(limits, request)
     wake = asyncio.Event()
     model.watchers.setdefault(key, set()).add(wake)

@@ -17,6 +17,7 @@ from ..engine.update import UpdateError, attempts, read_back_problems
 from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
+from .service import Read, Service
 
 if TYPE_CHECKING:  # the service calls these: a type only
     from .service import Service
@@ -35,10 +36,10 @@ async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], 
             raise ProblemError(422, "nothing-to-apply", "Nothing to apply to",
                                "apply=true writes to a live object: give \"ref\", not \"object\"")
         target = await actions.authorize_apply(service, request_state, env.ref.model_dump())  # before the read
-    obj, d = await service.subject(env, request_state, whole=True,  # a rewrite of a projection would lose fields
+    read = Read()  # (its freshness is now: read from the API server just now)
+    obj, d = await service.subject(env, request_state, read, whole=True,  # a rewrite of a projection would lose fields
                                    member=target[0] if target else None)
-    request_state.pop("freshness", None)  # read from the API server just now
-    cluster = request_state.pop("cluster", None)
+    cluster = read.cluster
     before = await service.evaluate(d, obj, None)
     moved: list[str] = []
     try:

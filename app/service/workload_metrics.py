@@ -16,7 +16,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..engine.quantity import QuantityError, parse_quantity
-from ..model.live import LiveModel
+from ..model.protocol import ClusterModel
 
 PHASES = ["Initializing", "Running", "Completed", "Failed", "Degraded", "Suspended", "Suspending", "Resuming",
           "Undefined"]
@@ -38,7 +38,7 @@ Rows = list[tuple[dict[str, Any], dict[str, Any] | None]]
 class WorkloadCollector(Collector):
     """The series of the given rows (all of the model's by default)."""
 
-    def __init__(self, model: LiveModel | None, rows: Rows | None = None, labelled: bool = False):
+    def __init__(self, model: ClusterModel | None, rows: Rows | None = None, labelled: bool = False):
         self.model, self._rows, self.labelled = model, rows, labelled
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -115,7 +115,7 @@ class WorkloadMetrics:
     row or facts change: a scrape re-renders only what changed since the last one, then joins the
     families."""
 
-    def __init__(self, models: Callable[[], list[LiveModel]], labelled: bool = False):
+    def __init__(self, models: Callable[[], list[ClusterModel]], labelled: bool = False):
         self.models, self.labelled = models, labelled
         self._headers = self._render([])  # HELP and TYPE lines of every family
         self._lines: dict[int, tuple[dict[str, Any], Any, dict[str, str]]] = {}

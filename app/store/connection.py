@@ -11,13 +11,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from .errors import store_unavailable  # noqa: F401 - readers of the store take it from here too
-
 COMMAND_TIMEOUT = 5.0
-
-
-class StoreDown(Exception):
-    """The store cannot be reached (or answered an error): readers say 503, shards retry."""
 
 
 def connect(url: str, password: str | None = None, *, timeout: float = COMMAND_TIMEOUT) -> aioredis.Redis:

@@ -1,12 +1,24 @@
-"""The store's problem for readers, importable without the Redis client (the single process never loads it)."""
+"""Why the store cannot answer a read now, as errors of this layer (importable without the Redis
+client: the single process never loads it).  The service says each as a problem document
+(app/service/errors.py)."""
 
 from __future__ import annotations
 
-from ..problem import ProblemError
+
+class StoreUnavailable(Exception):
+    """The shared store does not answer (or answered an error): no answer rather than a stale one."""
+
+    def __init__(self, cause: BaseException | None = None):
+        self.cause = cause
+        why = f": {type(cause).__name__}" + (f" ({cause})" if str(cause) else "") if cause is not None else ""
+        super().__init__(f"the shared store (--store) does not answer{why}; no answer is given rather than a "
+                         "stale one")
 
 
-def store_unavailable(e: BaseException | None = None) -> ProblemError:
-    why = f": {type(e).__name__}" + (f" ({e})" if str(e) else "") if e is not None else ""
-    return ProblemError(503, "store-unavailable", "Store unavailable",
-                        f"the shared store (--store) does not answer{why}; no answer is given rather than a stale one",
-                        headers={"Retry-After": "2"})
+class AnswerPending(Exception):
+    """The workload has a row, and its shard is still computing its answer: ask again shortly."""
+
+    retry_after = 1  # seconds: a shard writes an answer within moments of its row
+
+    def __init__(self, kind: str, namespace: str, name: str):
+        super().__init__(f"{kind} {namespace}/{name}: its shard is computing its answer; try again in a moment")

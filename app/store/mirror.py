@@ -27,7 +27,8 @@ import orjson
 from ..cluster.informer import Backoff, sleep_or_stop
 from ..model.events import Event, Subscription, TokenError
 from . import keys
-from .connection import ERRORS, store_unavailable
+from .connection import ERRORS
+from .errors import StoreUnavailable
 
 log = logging.getLogger("wlmap.store")
 
@@ -71,7 +72,7 @@ class StoreLog:
             sub.offer(ev)
 
     def subscribe(self, accept: Callable[[Event], bool], size: int = 1000) -> Subscription:
-        sub = Subscription(self, accept, size)  # type: ignore[arg-type]
+        sub = Subscription(self, accept, size)
         self.subscribers.add(sub)
         return sub
 
@@ -102,7 +103,7 @@ class StoreLog:
         try:
             return await self.hub.read_after(seq)
         except ERRORS as e:
-            raise store_unavailable(e) from None
+            raise StoreUnavailable(e) from None
 
     def end_all(self) -> None:
         """The store went away: every stream is told to resume (its buffer is dropped)."""

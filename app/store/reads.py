@@ -14,22 +14,26 @@ InferenceService) have no row, so asking for one by name answers 404 here.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from ..cluster.kube import EVENTS, Resource
+from ..cluster.kube import Resource
 from ..cluster.reader import Allow, Found, Known, LookupFailed, Reader, definition_for
-from ..cluster.workloads import not_allowed_events, now_iso
+from ..cluster.views import enveloped, events_shown, with_diagnosis
+from ..cluster.workloads import now_iso
 from ..karta.registry import Registry
 from ..model.events import TokenError
-from ..model.live import Interpret, KindWatch, _with_freshness, known_kinds, summarize
+from ..model.kinds import KindWatch
+from ..model.live import Interpret, known_kinds, summarize
 from ..model.packing import inflate
-from ..problem import ProblemError
+from ..model.protocol import NotSynced
 from . import keys
-from .connection import ERRORS, store_unavailable
+from .connection import ERRORS
+from .errors import AnswerPending, StoreUnavailable
 from .mirror import StoreHub
 from .shard import STALE
 
@@ -42,8 +46,8 @@ class StoreModel(Reader):
         self.cluster = name if labelled else None
         self.units = hub.units(name)
         self.events = hub.log
-        self.states: dict[str, Any] = {}  # (the fleet reads a model's states when a cluster goes)
-        self.watchers: dict[tuple[str, str, str, str], set[Any]] = {}
+        self.states: dict[str, Any] = {}  # none: what shards know of workloads is in the store
+        self.watchers: dict[tuple[str, str, str, str], set[asyncio.Event]] = {}
         self.started_at = time.time()
         self._kinds: tuple[tuple[str, ...], dict[tuple[str, str], KindWatch]] = ((), {})
         hub.register(name, self)
@@ -106,11 +110,10 @@ class StoreModel(Reader):
                 return m["error"]
         return None
 
-    def refusal(self) -> ProblemError:
+    def refusal(self) -> Exception:
         if not self.hub.connected:
-            return store_unavailable()
-        return ProblemError(503, "cluster-not-synced", "Cluster not synced yet",
-                            f"cluster {self.name}: no shard has synced it into the store yet", headers={"Retry-After": "2"})
+            return StoreUnavailable()
+        return NotSynced(f"cluster {self.name}: no shard has synced it into the store yet")
 
     def status(self) -> dict[str, Any]:
         units = []
@@ -185,8 +188,12 @@ class StoreModel(Reader):
             return None
         return Found(kw.resource, str(row["workload"].get("uid") or ""), None, ns, name, (unit, field))
 
-    def body(self, found: Found) -> dict[str, Any]:
-        raise NotImplementedError("read with object(): the store is asked for it")
+    async def body(self, found: Found) -> dict[str, Any]:
+        """The object as its shard keeps it (what definitions read of it)."""
+        (obj,) = await self._hget(found, "obj")
+        if obj is None:
+            raise _answer_pending(found)
+        return orjson.loads(inflate(obj))  # type: ignore[no-any-return]
 
     async def _hget(self, found: Found, *fields: str) -> list[bytes | None]:
         unit, field = found.item
@@ -196,15 +203,7 @@ class StoreModel(Reader):
                     p.hget(keys.key(unit, f), field)
                 return list(await p.execute())
         except ERRORS as e:
-            raise store_unavailable(e) from None
-
-    async def object(self, api_version: str, kind: str, namespace: str | None, name: str, *,
-                     allow: Allow) -> tuple[dict[str, Any], dict[str, Any]]:
-        found = await self.fetch(api_version, kind, namespace, name, allow=allow)
-        (obj,) = await self._hget(found, "obj")
-        if obj is None:
-            raise _answer_pending(found)
-        return orjson.loads(inflate(obj)), self.freshness(found)
+            raise StoreUnavailable(e) from None
 
     async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
                        *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
@@ -215,23 +214,14 @@ class StoreModel(Reader):
                 raise _answer_pending(found)
             body = inflate(live)
             entries = orjson.loads(diag) if diag else None
-            if entries is not None:
-                ns = found.namespace or None
-                events = await allow("list", EVENTS, ns, None)
-                body = body[:-1] + b',"diagnosis":' + orjson.dumps(entries["events" if events else "pods"]) + b"}"
-                if not events:
-                    out = orjson.loads(body)
-                    out["warnings"] = [*out.get("warnings", []), not_allowed_events(ns)]
-                    body = orjson.dumps(out)
+            if entries is not None:  # its shard computed both forms: the caller's rights pick one
+                notes: list[str] = []
+                events = await events_shown(allow, found.namespace or None, notes)
+                body = with_diagnosis(body, orjson.dumps(entries["events" if events else "pods"]), notes)
         else:
-            (obj,) = await self._hget(found, "obj")
-            if obj is None:
-                raise _answer_pending(found)
             d = definition_for(self.registry(), found.resource.gvk)
-            body = orjson.dumps(await self.interpret(d, orjson.loads(inflate(obj)), None))
-        if self.cluster:
-            body = b'{"cluster":' + orjson.dumps(self.cluster) + b"," + body[1:]
-        return _with_freshness(body, self.freshness()) if freshness else body
+            body = orjson.dumps(await self.interpret(d, await self.body(found), None))
+        return enveloped(body, self.cluster, self.freshness() if freshness else None)
 
     async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
         return await summarize(self.kinds.values(), (row for row, _ in self.rows()), namespace, kind, allow,
@@ -259,7 +249,5 @@ def _key_hash(key: tuple[str, str, str, str]) -> str:
     return hashlib.blake2b("|".join(key).encode(), digest_size=4).hexdigest()
 
 
-def _answer_pending(found: Found) -> ProblemError:
-    return ProblemError(503, "answer-pending", "Answer being computed",
-                        f"{found.resource.kind} {found.namespace}/{found.name}: its shard is computing its answer; "
-                        "try again in a moment", headers={"Retry-After": "1"})
+def _answer_pending(found: Found) -> AnswerPending:
+    return AnswerPending(found.resource.kind, found.namespace, found.name)

@@ -374,13 +374,13 @@ def test_age_is_kubectl_human_duration() -> None:
 
 
 def test_ambiguous_workload_is_a_usage_error_listing_the_candidates() -> None:
-    from app.cli.live import _Kube, _lookup_error
+    from app.cli.live import _Kube, lookup_error
     from app.cluster.workloads import LookupFailed
 
     e = LookupFailed(409, "ambiguous-workload", '2 workloads are named "x"', [
         {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": "ns", "name": "x"},
         {"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "x"}])
-    err = _lookup_error(e, _Kube(None))
+    err = lookup_error(e, _Kube(None))
     assert err.code == 2
     assert str(err).splitlines()[1:] == ["  jobset.jobset.x-k8s.io/x", "  pod.v1/x"]
 

@@ -295,7 +295,7 @@ GOJQ = shutil.which("gojq")
 def _closures(expr: str, value: Any) -> list[Any] | None:
     inp = prepare(value, False)
     try:
-        return native.Program(expr, native._compile(native.parse(expr))).run(inp.value, inp.exponents)
+        return native.Program(expr, native.compile_node(native.parse(expr))).run(inp.value, inp.exponents)
     except native.Fallback:
         return None
 

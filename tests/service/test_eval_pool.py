@@ -20,9 +20,9 @@ import httpx
 import pytest
 import yaml
 
+from app.engine import pool as evaluator
 from app.engine.interpret import InterpretationError
 from app.karta.load import definition_from_document
-from app.service import evaluator
 
 from .conftest import Server
 from .test_api import TASK, problem
@@ -274,7 +274,7 @@ def test_background_work_never_takes_the_last_worker_from_callers() -> None:
     """The live model's evaluations (a burst of them, each a runaway that holds its worker for
     the whole deadline) use at most all workers but one: a caller's evaluation is served next,
     not after the burst."""
-    from app.model.live import BACKGROUND
+    from app.engine.pool import BACKGROUND
 
     async def scenario(pool: Any) -> None:
         done: list[str] = []

@@ -19,11 +19,11 @@ import pytest
 
 from app.cli.common import build_registry
 from app.cluster.kube import Kube
+from app.engine.pool import Evaluator
 from app.fleet.member import Member
 from app.fleet.specs import ClusterSpec
 from app.model.events import EventLog
 from app.model.live import LiveModel
-from app.service.evaluator import Evaluator
 from app.store import keys
 from app.store.claims import Claims
 from app.store.connection import connect

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from ...engine.batch_totals import group_totals, item_totals, sum_totals
 from ...problem import problem_body
 from ..bodies import JSON, dumps, media_type
+from ..errors import SAID_ERRORS, problem_of
 from ..models import (
     BatchRequest,
     BatchResponse,
@@ -20,6 +21,7 @@ from ..models import (
     UpdateResponse,
 )
 from ..problems import ProblemError
+from ..service import Read
 from ..updates import update_doc
 from .common import PROBLEMS, ServiceDep, get_service
 from .direct import DirectRoute
@@ -73,17 +75,16 @@ async def batch_endpoint(req: BatchRequest, request: Request, service: ServiceDe
         raise ProblemError(422, "invalid-request", "Invalid request", "groupBy must be a label key")
     state = request.scope["state"]
     running = asyncio.Semaphore(BATCH_CONCURRENCY)
-    labels: list[Any] = [None] * len(req.items)  # each item's workload labels, once known
+    reads = [Read() for _ in req.items]  # what each item read (its workload's labels, once known)
 
     async def one(n: int, item: InterpretRequest) -> dict[str, Any]:
         sub = service.auth.substate(state)  # each item reads with the caller's rights, in a state of its own
         try:
             async with running:
-                return await service.interpret_doc(item.model_dump(exclude_none=True), sub)
-        except ProblemError as e:
-            return {"error": problem_body(e.status, e.slug, e.title, e.detail, None, e.errors)}
-        finally:
-            labels[n] = sub.get("labels")
+                return await service.interpret_doc(item.model_dump(exclude_none=True), sub, reads[n])
+        except SAID_ERRORS as e:
+            p = problem_of(e)
+            return {"error": problem_body(p.status, p.slug, p.title, p.detail, None, p.errors)}
 
     request.scope["state"]["items"] = len(req.items)
     service.bound_pods(sum(len(i.pods or ()) for i in req.items))
@@ -91,6 +92,6 @@ async def batch_endpoint(req: BatchRequest, request: Request, service: ServiceDe
     out: dict[str, Any] = {"items": results, "totals": sum_totals(map(item_totals, results))}
     if groupBy is not None:
         values = [ls.get(groupBy) if isinstance(ls, dict) and isinstance(ls.get(groupBy), str) else None
-                  for ls in labels]
+                  for ls in (r.labels for r in reads)]
         out["groups"] = group_totals(results, values)
     return dumps(out)

@@ -14,8 +14,9 @@ from ...cluster.listing import ListQuery, QueryError, parse_query
 from ...cluster.reader import LookupFailed
 from .. import fleet_reads, streams
 from ..bodies import dumps
+from ..errors import lookup_problem
 from ..models import LiveInterpretation, ModelStatus, WorkloadList
-from ..problems import ProblemError, lookup_problem
+from ..problems import ProblemError
 from ..service import Service
 from .common import PROBLEMS, STREAM_RESPONSE, ServiceDep
 

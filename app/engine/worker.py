@@ -17,11 +17,11 @@ from typing import Any
 
 import orjson
 
-from ..engine.accelerators import DEFAULT_RULES, ResourceRules
-from ..engine.interpret import InterpretationError, interpret
-from ..engine.memo import DEFINITION_FACTOR, ByteLRU, held_bytes
-from ..engine.options import EngineOptions, jq_results
 from ..karta.load import Definition, NotAKarta, definition_from_document
+from .accelerators import DEFAULT_RULES, ResourceRules
+from .interpret import InterpretationError, interpret
+from .memo import DEFINITION_FACTOR, ByteLRU, held_bytes
+from .options import EngineOptions, jq_results
 
 READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
 

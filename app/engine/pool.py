@@ -11,28 +11,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import multiprocessing as mp
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from cachetools import LRUCache
 
-from ..engine.compiled import expression_texts
-from ..engine.interpret import InterpretationError, interpret
-from ..engine.options import DEFAULT_OPTIONS, EngineOptions
 from ..karta.expressions import iter_expressions
 from ..karta.load import Definition
-from ..model.live import BACKGROUND
-from .metrics import Metrics
+from .compiled import expression_texts
+from .interpret import InterpretationError, interpret
+from .options import DEFAULT_OPTIONS, EngineOptions
 from .worker import READY, worker_main
 
 log = logging.getLogger("wlmap.evaluator")
 _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event loop
+
+# True inside a model's own loops (interpreting changes, warming answers ahead of reads): work
+# done for no caller, which the pool never lets take its last worker from callers.
+BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
+
+
+def _uncounted() -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class PoolCounters:
+    """What the pool counts, for whoever keeps the metrics (the service: app/service/metrics.py)."""
+
+    restarts: Callable[[], None] = _uncounted  # a worker replaced (it died, overran, or was used up)
+    queue_timeouts: Callable[[], None] = _uncounted  # a request found every worker busy too long
+    retries: Callable[[], None] = _uncounted  # a request run again after its worker died under it
 
 
 class EvaluationTimeout(Exception):
@@ -126,10 +143,10 @@ class _Request:
 
 class Pool:
     def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0,
-                 options: EngineOptions = DEFAULT_OPTIONS, metrics: Metrics | None = None):
+                 options: EngineOptions = DEFAULT_OPTIONS, counters: PoolCounters | None = None):
         self.size, self.deadline = max(1, size), deadline
         self.options = options  # the workers' engine options (rules, whether jq results are reused)
-        self.metrics = metrics or Metrics()
+        self.counters = counters or PoolCounters()
         self.queue_timeout = queue_timeout  # None: wait for a worker as long as it takes (the CLI)
         self.memory_mib = memory_mib  # each worker's address-space limit; 0: none
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
@@ -179,7 +196,7 @@ class Pool:
         loop = asyncio.get_running_loop()
         if dead is not None:
             await loop.run_in_executor(None, dead.kill)
-        self.metrics.worker_restarts.inc()
+        self.counters.restarts()
         while not self._closed:
             try:
                 self._add(await loop.run_in_executor(None, self._start_worker))
@@ -198,7 +215,7 @@ class Pool:
             async with asyncio.timeout(timeout):
                 return await self._idle.get()
         except TimeoutError:
-            self.metrics.worker_queue_timeouts.inc()
+            self.counters.queue_timeouts()
             raise EvaluationBusy(timeout or 0) from None
 
     async def interpret(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -215,7 +232,7 @@ class Pool:
         try:
             return await self._interpret_once(d, request)
         except EvaluationCrashed:
-            self.metrics.worker_retries.inc()
+            self.counters.retries()
             return await self._interpret_once(d, request)
 
     async def _interpret_once(self, d: Definition, request: _Request) -> dict[str, Any]:
@@ -295,12 +312,12 @@ class Pool:
 
 class Evaluator:
     """`options`: the engine options of every interpretation, in-process and in the workers;
-    `metrics`: where the pool counts restarts, retries and refusals (the service's)."""
+    `counters`: what the pool counts restarts, retries and refusals with (the service's metrics)."""
 
     def __init__(self, isolation: str, pool_size: int, deadline: float, queue_timeout: float | None = None,
-                 memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS, metrics: Metrics | None = None):
+                 memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS, counters: PoolCounters | None = None):
         self.isolation, self.options = isolation, options
-        self.pool = (Pool(pool_size, deadline, queue_timeout, memory_mib, options, metrics) if isolation != "none"
+        self.pool = (Pool(pool_size, deadline, queue_timeout, memory_mib, options, counters) if isolation != "none"
                      else None)
 
     async def start(self, eager: bool = True) -> None:
