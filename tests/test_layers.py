@@ -92,7 +92,7 @@ def test_no_package_imports_from_above() -> None:
 
 # what the CLI may use of the service: the `serve` command and its flags (the evaluation pool,
 # the readers, the engine are below both, in app/engine, app/cluster, app/model)
-CLI_USES_OF_SERVICE = {"app.service.serve", "app.service.settings"}
+CLI_USES_OF_SERVICE = {"app.service.serve", "app.service.settings", "app.service.flags"}
 
 
 def test_the_cli_uses_of_the_service_only_what_serves_it() -> None:

@@ -292,6 +292,23 @@ def _bounded(out: list[Any], env: Env) -> list[Any]:
     return out
 
 
+def compile_part(node: Node) -> Fn:
+    """A part of a construction that counts as one output (object entries, interpolations):
+    when it may output several values and fails, jq has emitted the constructions of the values
+    before the failure (`{k: (., error)}?` is one object), which a list cannot say: libjq answers."""
+    fn = compile_node(node)
+    if _at_most_one(node):
+        return fn
+
+    def guarded(v: Any, env: Env) -> list[Any]:
+        try:
+            return fn(v, env)
+        except JqError:
+            raise Fallback from None
+
+    return guarded
+
+
 def _single(fn: Fn, v: Any, env: Env) -> Any:
     out = fn(v, env)
     if len(out) != 1:
@@ -494,7 +511,7 @@ def compile_node(n: Node) -> Fn:
     if k == "object":
         return _object(n)
     if k == "interp":
-        parts = [(p.value, None) if p.kind == "string" else (None, compile_node(p)) for p in n.children]
+        parts = [(p.value, None) if p.kind == "string" else (None, compile_part(p)) for p in n.children]
 
         def interp(v: Any, env: Env) -> list[Any]:
             out = []
@@ -621,7 +638,7 @@ def _object(n: Node) -> Fn:
             entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _fallback()))(name)))
             continue
         elif key.kind in ("paren", "interp"):
-            kconst, kfn = None, compile_node(key)
+            kconst, kfn = None, compile_part(key)
         else:
             raise Unsupported(key.kind)
         if value is None:  # {a}: .a
@@ -630,7 +647,7 @@ def _object(n: Node) -> Fn:
             const = kconst
             vfn: Fn = lambda v, env, c=const: [_index(v, c)]  # noqa: E731
         else:
-            vfn = compile_node(value)
+            vfn = compile_part(value)
         entries.append((kconst, kfn, vfn))
 
     def build(v: Any, env: Env) -> list[Any]:

@@ -206,6 +206,10 @@ def test_outside_the_subset_is_handed_back_whole(expr: str) -> None:
     ("[.[] | tostring] | join(1)", [1]),
     ("[range(2000)] | .[]", None),
     (".[] ", [1] * 1000),               # the 1,000-output cap: libjq's capped run words it
+    ("({k: ((., .x.a))})?", {"a": None, "x": []}),  # one object made before the entry's error
+    ("any({k: ((., .b))})?", [[1]]),
+    ('("\\(1, error)")?', 1),           # one string interpolated before the error
+    ("{(.a, .b): 1}?", {"a": "x", "b": 2}),
 ])
 def test_what_it_cannot_vouch_for_goes_to_libjq(expr: str, value: Any) -> None:
     assert natively(expr, value) is None
