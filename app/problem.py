@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def problem_body(status: int, slug: str, title: str, detail: str, instance: str | None = None,
-                 errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def problem_body(
+    status: int,
+    slug: str,
+    title: str,
+    detail: str,
+    instance: str | None = None,
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     p: dict[str, Any] = {"type": f"urn:wlmap:problem:{slug}", "title": title, "status": status, "detail": detail}
     if instance is not None:
         p["instance"] = instance
@@ -18,8 +24,16 @@ def problem_body(status: int, slug: str, title: str, detail: str, instance: str 
 class ProblemError(Exception):
     """Raise anywhere in a handler (or below it: the store's readers) to answer with a problem document."""
 
-    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
-                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        title: str,
+        detail: str,
+        errors: list[dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(detail)
         self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
         self.extra, self.headers = extra or {}, headers or {}

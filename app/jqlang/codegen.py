@@ -119,12 +119,13 @@ class _Gen:
             ch = list(n.children)
             if ch[-1] is None or len(ch) % 2 == 0:
                 return None
-            parts = [self.one(c, v, scope) for c in ch]
-            if any(p is None for p in parts):
+            maybe = [self.one(c, v, scope) for c in ch]
+            parts = [p for p in maybe if p is not None]
+            if len(parts) != len(maybe):
                 return None
             code = parts[-1]
             for i in range(len(ch) - 3, -1, -2):
-                code = f"({parts[i + 1]} if {self.truthy(parts[i])} else {code})"  # type: ignore[arg-type]
+                code = f"({parts[i + 1]} if {self.truthy(parts[i])} else {code})"
             return code
         if k == "array":
             if not n.children:
@@ -218,6 +219,7 @@ class _Gen:
                 kc = f"({t} if type({t} := {kcode}) is str else _raise())"
             else:
                 raise nv.Unsupported(key.kind)
+            vcode: str | None
             if value is None:  # {a}: .a
                 vcode = f"_index({v}, {kc})"
             else:
@@ -314,8 +316,10 @@ class _Gen:
         return self.closure(n, v, scope), True
 
 
-_HELPERS = {name: getattr(nv, name) for name in (
-    "_index", "_iterate", "_walk", "_cmp", "_arith", "_out", "_num", "_raise", "_fallback", "_bounded")}
+_HELPERS = {
+    name: getattr(nv, name)
+    for name in ("_index", "_iterate", "_walk", "_cmp", "_arith", "_out", "_num", "_raise", "_fallback", "_bounded")
+}
 
 
 def _plus(a: Any, b: Any) -> Any:
@@ -343,7 +347,7 @@ def generate(tree: Node) -> tuple[str, nv.Fn]:
     body, _ = g.many(tree, "v", {})
     source = f"def _expression(v, env):\n    return {body}\n"
     namespace: dict[str, Any] = {**_HELPERS, "_plus": _plus, "_only": _only, "_flat": _flat, **g.consts}
-    exec(compile(source, "<jq expression>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(compile(source, "<jq expression>", "exec"), namespace)
     return source, namespace["_expression"]
 
 

@@ -53,6 +53,7 @@ class Unsupported(Exception):
 
 # -- values ----------------------------------------------------------------------------------
 
+
 def _truthy(v: Any) -> bool:
     return v is not None and v is not False
 
@@ -81,7 +82,7 @@ def _cmp(a: Any, b: Any) -> int:
     if ra == 3 or ra == 4:
         return -1 if a < b else (1 if a > b else 0)
     if ra == 5:
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=False):  # the shorter array sorts first
             c = _cmp(x, y)
             if c:
                 return c
@@ -217,8 +218,14 @@ def _arith(op: str, a: Any, b: Any) -> Any:
     raise Unsupported(op)
 
 
-_COMPARE = {"==": lambda c: c == 0, "!=": lambda c: c != 0, "<": lambda c: c < 0, "<=": lambda c: c <= 0,
-            ">": lambda c: c > 0, ">=": lambda c: c >= 0}
+_COMPARE = {
+    "==": lambda c: c == 0,
+    "!=": lambda c: c != 0,
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+}
 
 
 def _index(t: Any, k: Any) -> Any:
@@ -243,10 +250,11 @@ def _slice(t: Any, lo: Any, hi: Any) -> Any:
         return None
     if not isinstance(t, (list, str)) or not all(x is None or (_num(x) and float(x).is_integer()) for x in (lo, hi)):
         raise Fallback
-    return t[None if lo is None else int(lo):None if hi is None else int(hi)]
+    return t[None if lo is None else int(lo) : None if hi is None else int(hi)]
 
 
 # -- compiling -------------------------------------------------------------------------------
+
 
 def _path_chain(n: Node) -> tuple[Node, list[Any]]:
     """The base and constant keys of a path `.a.b["c"][0]` (keys outermost last)."""
@@ -312,7 +320,6 @@ def _literal(n: Node) -> Any:
     return {"null": None, "true": True, "false": False}.get(n.kind) if n.kind != "string" else n.value
 
 
-
 def _one(n: Node) -> One | None:
     """The exactly-one-output form of a node (no lists built), or None when it may output zero
     or several values.  Most of a definition is made of these: paths, comparisons, `//`."""
@@ -341,8 +348,10 @@ def _one(n: Node) -> One | None:
                 if type(key) is str:
                     return lambda v, env: v.get(key) if type(v) is dict else _index(v, key)
             return lambda v, env: _walk(v, keys)
-        b = _one(base)
-        return (lambda v, env: _walk(b(v, env), keys)) if b is not None else None
+        of_base = _one(base)
+        if of_base is None:
+            return None
+        return lambda v, env: _walk(of_base(v, env), keys)
     if k == "binop":
         op = n.value
         if op == ",":
@@ -353,6 +362,7 @@ def _one(n: Node) -> One | None:
         if op == "|":
             return lambda v, env: right(left(v, env), env)
         if op == "//":
+
             def alt(v: Any, env: Env) -> Any:
                 x = left(v, env)
                 return x if x is not None and x is not False else right(v, env)
@@ -377,6 +387,7 @@ def _one(n: Node) -> One | None:
             test = _COMPARE[op]
             return lambda v, env: test(_cmp(left(v, env), right(v, env)))
         if op in ("+", "-", "*", "/", "%"):
+
             def arith(v: Any, env: Env) -> Any:
                 b = right(v, env)
                 return _out(_arith(op, left(v, env), b))
@@ -387,16 +398,17 @@ def _one(n: Node) -> One | None:
         ch = list(n.children)
         if ch[-1] is None:
             return None  # no else (`.`): rare; the list form handles it
-        parts = [_one(c) for c in ch]
-        if any(p is None for p in parts):
+        maybe = [_one(c) for c in ch]
+        parts = [p for p in maybe if p is not None]
+        if len(parts) != len(maybe):
             return None
         conds, thens, otherwise = parts[0:-1:2], parts[1:-1:2], parts[-1]
 
         def branch(v: Any, env: Env) -> Any:
-            for c, t in zip(conds, thens):
-                if _truthy(c(v, env)):  # type: ignore[misc]
-                    return t(v, env)  # type: ignore[misc]
-            return otherwise(v, env)  # type: ignore[misc]
+            for c, t in zip(conds, thens, strict=True):
+                if _truthy(c(v, env)):
+                    return t(v, env)
+            return otherwise(v, env)
 
         return branch
     if k == "array":
@@ -497,7 +509,7 @@ def _compile(n: Node) -> Fn:
         parts = [(p.value, None) if p.kind == "string" else (None, _compile(p)) for p in n.children]
 
         def interp(v: Any, env: Env) -> list[Any]:
-            out = []
+            out: list[Any] = []  # strings: the texts and what tostring made
             for text, fn in parts:
                 out.append(text if fn is None else gojq_tostring(_single(fn, v, env)))
             return ["".join(out)]
@@ -534,6 +546,7 @@ def _optional_access(n: Node) -> Fn:
     INDEX_OPT / EACH_OPT); an error in `x` or `k` is still an error."""
     target = _compile(n.children[0])
     if n.kind == "iterate":
+
         def each(v: Any, env: Env) -> list[Any]:
             out: list[Any] = []
             for t in target(v, env):
@@ -583,11 +596,52 @@ def _try(node: Node) -> Fn:
 
 
 # kinds whose output count is at most one when their parts' are (structurally)
-_ONE = {"identity", "null", "true", "false", "number", "string", "var", "array", "object", "interp", "paren",
-        "field", "index", "slice", "unary", "optional", "try", "if"}
-_ONE_CALLS = {"IN", "test", "gsub", "select", "map", "any", "all", "first", "has", "contains", "startswith", "endswith", "ltrimstr",
-              "rtrimstr", "split", "join", "error", "sort_by", "min_by", "max_by", "unique_by", "group_by",
-              "with_entries", "limit"}
+_ONE = {
+    "identity",
+    "null",
+    "true",
+    "false",
+    "number",
+    "string",
+    "var",
+    "array",
+    "object",
+    "interp",
+    "paren",
+    "field",
+    "index",
+    "slice",
+    "unary",
+    "optional",
+    "try",
+    "if",
+}
+_ONE_CALLS = {
+    "IN",
+    "test",
+    "gsub",
+    "select",
+    "map",
+    "any",
+    "all",
+    "first",
+    "has",
+    "contains",
+    "startswith",
+    "endswith",
+    "ltrimstr",
+    "rtrimstr",
+    "split",
+    "join",
+    "error",
+    "sort_by",
+    "min_by",
+    "max_by",
+    "unique_by",
+    "group_by",
+    "with_entries",
+    "limit",
+}
 
 
 def _at_most_one(n: Node) -> bool:
@@ -607,6 +661,11 @@ def _at_most_one(n: Node) -> bool:
     return False
 
 
+def _key_of(key: str) -> Fn:
+    """`{key}`'s value: `.key`."""
+    return lambda v, env: [_index(v, key)]
+
+
 def _object(n: Node) -> Fn:
     entries: list[tuple[Any, Fn | None, Fn]] = []  # (constant key | None, key fn, value fn)
     for e in n.children:
@@ -618,7 +677,7 @@ def _object(n: Node) -> Fn:
                 raise Unsupported("variable key")
             name = key.value
             kconst, kfn = name[1:], None
-            entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _fallback()))(name)))
+            entries.append((kconst, None, (lambda nm: lambda v, env: [env[nm]] if nm in env else _fallback())(name)))
             continue
         elif key.kind in ("paren", "interp"):
             kconst, kfn = None, _compile(key)
@@ -627,8 +686,7 @@ def _object(n: Node) -> Fn:
         if value is None:  # {a}: .a
             if kconst is None:
                 raise Unsupported("shorthand")
-            const = kconst
-            vfn: Fn = lambda v, env, c=const: [_index(v, c)]  # noqa: E731
+            vfn: Fn = _key_of(kconst)
         else:
             vfn = _compile(value)
         entries.append((kconst, kfn, vfn))
@@ -655,6 +713,7 @@ def _binop(n: Node) -> Fn:
     if op == ",":
         return lambda v, env: left(v, env) + right(v, env)
     if op == "//":  # errors on the left are errors (libjq and gojq alike), not "no value"
+
         def alt(v: Any, env: Env) -> list[Any]:
             got = [x for x in left(v, env) if _truthy(x)]
             return got if got else right(v, env)
@@ -727,6 +786,7 @@ def _reduce(n: Node) -> Fn:
 
 
 # -- builtins --------------------------------------------------------------------------------
+
 
 def _entries(v: Any) -> list[Any]:
     if type(v) is dict:
@@ -810,7 +870,7 @@ _ONE_VALUE: dict[str, Callable[[Any], Any]] = {
 
 # Every builtin of arity 0: the list of its outputs (the filters output none or the input).
 _ZERO: dict[str, Callable[[Any], list[Any]]] = {
-    **{name: (lambda f: lambda v: [f(v)])(f) for name, f in _ONE_VALUE.items()},
+    **{name: (lambda f: lambda v: [f(v)])(one) for name, one in _ONE_VALUE.items()},
     "empty": lambda v: [],
     "values": lambda v: [v] if v is not None else [],
     "nulls": lambda v: [v] if v is None else [],
@@ -943,13 +1003,13 @@ def _call(n: Node) -> Fn:
 
             return quantifier
         if name == "first":
+
             def first(v: Any, env: Env) -> list[Any]:
                 out = a(v, env)
                 return out[:1]
 
             return first
-        if name in ("has", "contains", "startswith", "endswith", "ltrimstr", "rtrimstr", "split", "join",
-                    "error"):
+        if name in ("has", "contains", "startswith", "endswith", "ltrimstr", "rtrimstr", "split", "join", "error"):
             return _unary_arg(name, a)
         if name in ("sort_by", "min_by", "max_by", "unique_by", "group_by"):
             return _by(name, a)
@@ -966,7 +1026,7 @@ def _call(n: Node) -> Fn:
                 m = _single(cnt, v, env)
                 if not _num(m) or m < 0:
                     raise Fallback
-                return body(v, env)[:int(m)] if m > 0 else []
+                return body(v, env)[: int(m)] if m > 0 else []
 
             return limit
         if name == "IN":  # def IN(src; s): any(src == s; .)
@@ -1023,9 +1083,9 @@ def _apply(name: str, v: Any, x: Any) -> Any:
     if name == "endswith":
         return v.endswith(x)
     if name == "ltrimstr":
-        return v[len(x):] if x and v.startswith(x) else v
+        return v[len(x) :] if x and v.startswith(x) else v
     if name == "rtrimstr":
-        return v[:-len(x)] if x and v.endswith(x) else v
+        return v[: -len(x)] if x and v.endswith(x) else v
     if name == "split":
         if not x:
             raise Fallback
@@ -1061,10 +1121,11 @@ def _by(name: str, f: Fn) -> Fn:
 
 # -- the program -----------------------------------------------------------------------------
 
+
 class Program:
     """One compiled expression: `run(value)` gives its outputs, or raises Fallback."""
 
-    __slots__ = ("text", "fn")
+    __slots__ = ("fn", "text")
 
     def __init__(self, text: str, fn: Fn):
         self.text, self.fn = text, fn
