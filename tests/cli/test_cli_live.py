@@ -22,9 +22,9 @@ import yaml
 from app.cli.live import age
 from app.cli.main import main
 
-from .apiserver import ApiServer
-from .kubeobjects import Kubectl, owner_ref, pod, reader_rbac, running, unschedulable
-from .util import fixture_object
+from ..cluster.apiserver import ApiServer
+from ..cluster.kubeobjects import Kubectl, owner_ref, pod, reader_rbac, running, unschedulable
+from ..cluster.util import fixture_object
 
 ROOT = Path(__file__).resolve().parents[2]
 WLMAP = Path(sys.executable).parent / "wlmap"
@@ -222,7 +222,7 @@ def test_describe_as_a_user_without_rights_is_forbidden(jobset: dict[str, Any], 
 
 def test_unreachable_server_bad_credentials_and_missing_kubeconfig_are_exit_1(apiserver: ApiServer,
                                                                              tmp_path: Path) -> None:
-    from .apiserver import _free_port
+    from ..cluster.apiserver import _free_port
 
     cfg = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
     for args in (["describe", "jobset/llm-pretrain", "-n", NS], ["get", "-n", NS], ["get", "-A"]):
@@ -523,7 +523,7 @@ def test_impersonation_sees_only_what_the_user_may(labelled: Any, kubectl: Kubec
 
 
 def test_token_overrides_the_kubeconfig_user(labelled: Any, kubectl: Kubectl, apiserver: ApiServer) -> None:
-    from .apiserver import TOKENS
+    from ..cluster.apiserver import TOKENS
 
     for doc in reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")]):
         kubectl.apply(doc)
@@ -596,7 +596,7 @@ def test_definitions_list_with_a_kubeconfig_shows_cluster_definitions(kubectl: K
             1, "", "error: the API server rejected the credentials (Unauthorized)\n")
     finally:
         kubectl.delete("run.ai/v1alpha1", "Karta", None, karta["metadata"]["name"])
-    from .apiserver import _free_port
+    from ..cluster.apiserver import _free_port
 
     closed = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
     r = wlmap("definitions", "list", kubeconfig=closed)
