@@ -317,7 +317,3 @@ def evaluation(d: Definition) -> dict[str, Any]:
                     {"stage": stage, "expression": text, "native": ok, "reason": None if ok else why_not(text)}
                 )
     return {"native": sum(1 for x in items if x["native"]), "expressions": len(items), "items": items}
-
-
-def clear_cache() -> None:
-    _cache.clear()
