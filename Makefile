@@ -1,11 +1,12 @@
-# Two entry points on a fresh machine (both install what they need):
+# Entry points on a fresh machine (each installs what it needs):
 #   make serve   - the HTTP service on the embedded default (built-in catalog, no cluster)
+#   make check   - lint, format, types and every test that needs no API server, browser or Redis (minutes)
 #   make test    - every test
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test tools kube bench bench-http soak fuzz-long
+.PHONY: serve check lint test tools kube bench bench-http soak fuzz-long
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,8 +32,23 @@ kube:
 serve: $(STAMP)
 	$(VENV)/bin/wlmap serve
 
+# What each test needs is a marker set from its fixtures (tests/needs.py); the fast set is the unmarked.
+FAST := not kube and not browser and not redis
+# Two pytest-xdist workers, each test module on one of them (tests/conftest.py groups them); each
+# worker has its own session fixtures (API server, services).  JOBS=0 runs in this process.
+JOBS ?= 2
+XDIST := $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist loadgroup)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check app
+	$(VENV)/bin/ruff format --check app
+	$(VENV)/bin/mypy
+
+check: lint tools
+	$(PY) -m pytest -q -m "$(FAST)" $(XDIST) $(ARGS)
+
 test: $(STAMP) tools kube
-	WLMAP_REQUIRE_KUBE=1 $(PY) -m pytest -q
+	WLMAP_REQUIRE_KUBE=1 $(PY) -m pytest -q $(XDIST) $(ARGS)
 
 bench: $(STAMP) tools
 	$(PY) benchmarks/engine_bench.py

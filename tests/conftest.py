@@ -1,5 +1,34 @@
-"""Suite-wide fixtures: the real kube-apiserver and the services connected to it (one per run)."""
+"""Suite-wide fixtures: the real kube-apiserver and the services connected to it (one per run), and
+the markers of what each test needs (tests/needs.py)."""
 
+from collections.abc import Iterator
+
+import pytest
+
+from tests import needs
 from tests.cluster.fixtures import apiserver, direct, kubectl, secured, service  # noqa: F401
 
 pytest_plugins = ["tests.ui.browser"]  # the one browser of the UI tests (tests/ui, tests/fleet)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, what in needs.MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: needs {what}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    needs.mark(items)
+    # pytest-xdist (--dist loadgroup): a module's tests run on one worker, so its module fixtures start
+    # once, and so do the tests of the three-cluster fleet (its two extra API servers).
+    for item in items:
+        group = "fleet" if "fleet" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    needs.running(item)
+    try:
+        return (yield)
+    finally:
+        needs.done()
