@@ -34,10 +34,11 @@ serve: $(STAMP)
 
 # What each test needs is a marker set from its fixtures (tests/needs.py); the fast set is the unmarked.
 FAST := not kube and not browser and not redis
-# Two pytest-xdist workers, each test module on one of them (tests/conftest.py groups them); each
-# worker has its own session fixtures (API server, services).  JOBS=0 runs in this process.
+# Two pytest-xdist workers, each with its own session fixtures (API server, services); JOBS=0 runs in
+# this process.  Tests are handed out one by one (--dist load): loadscope and loadgroup schedule by node
+# id, and schemathesis gives all the operations of a test one node id, so they would run only one.
 JOBS ?= 2
-XDIST := $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist loadgroup)
+XDIST := $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist load)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app

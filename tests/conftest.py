@@ -18,11 +18,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     needs.mark(items)
-    # pytest-xdist (--dist loadgroup): a module's tests run on one worker, so its module fixtures start
-    # once, and so do the tests of the three-cluster fleet (its two extra API servers).
-    for item in items:
-        group = "fleet" if "fleet" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(wrapper=True)
