@@ -1,11 +1,12 @@
-# Two entry points on a fresh machine (both install what they need):
+# Entry points on a fresh machine (each installs what it needs):
 #   make serve   - the HTTP service on the embedded default (built-in catalog, no cluster)
+#   make check   - lint, format, types and every test that needs no API server, browser or Redis (minutes)
 #   make test    - every test
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test tools kube bench bench-http soak fuzz-long
+.PHONY: serve check lint test tools kube bench bench-http soak fuzz-long
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -34,8 +35,24 @@ kube:
 serve: $(STAMP)
 	$(VENV)/bin/wlmap serve
 
+# What each test needs is a marker set from its fixtures (tests/needs.py); the fast set is the unmarked.
+FAST := not kube and not browser and not redis
+# Two pytest-xdist workers, each with its own session fixtures (API server, services); JOBS=0 runs in
+# this process.  Tests are handed out one by one (--dist load): loadscope and loadgroup schedule by node
+# id, and schemathesis gives all the operations of a test one node id, so they would run only one.
+JOBS ?= 2
+XDIST := $(if $(filter-out 0,$(JOBS)),-n $(JOBS) --dist load)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check app
+	$(VENV)/bin/ruff format --check app
+	$(VENV)/bin/mypy
+
+check: lint tools
+	$(PY) -m pytest -q -m "$(FAST)" $(XDIST) $(ARGS)
+
 test: $(STAMP) tools kube
-	WLMAP_REQUIRE_KUBE=1 WLMAP_REQUIRE_IMAGE=1 $(PY) -m pytest -q
+	WLMAP_REQUIRE_KUBE=1 WLMAP_REQUIRE_IMAGE=1 $(PY) -m pytest -q $(XDIST) $(ARGS)
 
 bench: $(STAMP) tools
 	$(PY) benchmarks/engine_bench.py

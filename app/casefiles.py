@@ -72,8 +72,13 @@ def run_folder(folder: Path, base: Registry, options: EngineOptions = DEFAULT_OP
     out: list[CaseResult] = []
     bad = [d for d in local if not d.valid]
     for d in bad:
-        out.append(CaseResult(str(folder), f"definition {d.name or d.origin}",
-                              [f"invalid: {f.message}" for f in d.findings if f.level == "error"]))
+        out.append(
+            CaseResult(
+                str(folder),
+                f"definition {d.name or d.origin}",
+                [f"invalid: {f.message}" for f in d.findings if f.level == "error"],
+            )
+        )
     registry = base.with_layer([d for d in local if d.valid])
     spec = parse_documents((folder / CASES_FILE).read_text())
     cases = (spec[0] or {}).get("cases", []) if spec else []
@@ -117,12 +122,18 @@ def _run_case(folder: Path, case: dict[str, Any], registry: Registry, options: E
     messages = [e["message"] for e in result.get("errors") or []]
     if case.get("error"):
         if not any(case["error"] in m for m in messages):
-            res.failures.append(f"expected an error containing {case['error']!r}, but "
-                                + (f"the errors were: {'; '.join(messages)}" if messages else "it succeeded"))
+            res.failures.append(
+                f"expected an error containing {case['error']!r}, but "
+                + (f"the errors were: {'; '.join(messages)}" if messages else "it succeeded")
+            )
     elif result.get("complete") is False and expect.get("complete") is not False:
-        res.failures.append("interpretation incomplete: " + "; ".join(
-            f"{e['part']}{' ' + e['component'] if e.get('component') else ''}: {e['message']}"
-            for e in result["errors"]))
+        res.failures.append(
+            "interpretation incomplete: "
+            + "; ".join(
+                f"{e['part']}{' ' + e['component'] if e.get('component') else ''}: {e['message']}"
+                for e in result["errors"]
+            )
+        )
     for path, want in expect.items():
         got = lookup(result, path)
         if got is _MISSING:

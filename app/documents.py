@@ -102,14 +102,15 @@ def _check_bounds(doc: Any) -> None:
                 stack.append((k, depth + 1, False))
 
 
-class _KubeLoader(_Loader):  # type: ignore[misc,valid-type]
+class _KubeLoader(_Loader):
     """Safe loader that reads YAML the way Kubernetes tooling does (sigs.k8s.io/yaml):
     timestamps stay strings, and a key repeated in one mapping is an error."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, yaml.MappingNode):
-            raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
-                                                    node.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping node, but found {node.id}", node.start_mark
+            )
         # Keys written in this mapping must be unique; keys merged in with `<<` may be overridden.
         explicit: set[str] = set()
         for key_node, _ in node.value:
@@ -117,13 +118,16 @@ class _KubeLoader(_Loader):  # type: ignore[misc,valid-type]
                 continue
             key = _json_key(self.construct_object(key_node, deep=True))
             if key in explicit:
-                raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
-                                                        f"found duplicate key {key!r}", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                )
             explicit.add(key)
         self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            mapping[_json_key(self.construct_object(key_node, deep=True))] = self.construct_object(value_node, deep=deep)
+            mapping[_json_key(self.construct_object(key_node, deep=True))] = self.construct_object(
+                value_node, deep=deep
+            )
         return mapping
 
 
@@ -140,10 +144,10 @@ def _json_key(key: Any) -> str:
     raise yaml.constructor.ConstructorError(None, None, f"a mapping key must be a scalar, got {type(key).__name__}")
 
 
-def _refuse(tag: str):  # noqa: ANN202 - a PyYAML constructor
+def _refuse(tag: str):
     def construct(loader: Any, node: yaml.Node) -> Any:
-        raise yaml.constructor.ConstructorError(None, None, f"YAML tag {tag} has no JSON equivalent",
-                                                node.start_mark)
+        raise yaml.constructor.ConstructorError(None, None, f"YAML tag {tag} has no JSON equivalent", node.start_mark)
+
     return construct
 
 

@@ -52,10 +52,15 @@ def container_waiting_reason(pod: dict[str, Any]) -> str | None:
 def pod_row(pod: PodInput, component: str, instance: str | None) -> dict[str, Any]:
     obj = pod.obj
     ready = pod_ready(obj)
-    row = {"name": pod.name, "component": component, "instance": instance,
-           "phase": (obj.get("status") or {}).get("phase"), "ready": ready,
-           "node": (obj.get("spec") or {}).get("nodeName") or None,
-           "reason": None if ready else not_ready_reason(obj)}
+    row = {
+        "name": pod.name,
+        "component": component,
+        "instance": instance,
+        "phase": (obj.get("status") or {}).get("phase"),
+        "ready": ready,
+        "node": (obj.get("spec") or {}).get("nodeName") or None,
+        "reason": None if ready else not_ready_reason(obj),
+    }
     if not ready:
         waiting = container_waiting_reason(obj)
         if waiting:
@@ -69,8 +74,9 @@ _ROW_ORDER = itemgetter("name", "component")
 _READY, _NODE = itemgetter("ready"), itemgetter("node")
 
 
-def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], tree: dict[str, Any],
-                   warnings: list[str]) -> dict[str, Any]:
+def attribute_pods(
+    cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], tree: dict[str, Any], warnings: list[str]
+) -> dict[str, Any]:
     sole_owner = sum(1 for c in cd.components.values() if c.spec_definition is not None) == 1
     bearing = set(cd.leaves)  # the pod-bearing components (`pod_bearing` walks the spec definition)
     rows: list[dict[str, Any]] = []
@@ -92,7 +98,7 @@ def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[Po
 
     def by_instance(name: str, c: ComponentDefinition, claimed: list[PodInput]) -> dict[str | None, list[PodInput]]:
         """The claimed pods grouped by the instance id each declares (read once per pod)."""
-        sel = c.pod_selector.component_instance_selector
+        sel = c.pod_selector.component_instance_selector if c.pod_selector is not None else None
         ids: dict[str, str | None] = {}  # pod name -> its instance id (a later namesake wins)
         for p in claimed:
             if sel is None or not sel.id_path:
@@ -121,9 +127,12 @@ def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[Po
                 inst_rows = [pod_row(p, name, inst["id"]) for p in sorted(mine, key=_BY_NAME)]
                 rows.extend(inst_rows)
                 placed.update(map(_BY_NAME, mine))
-                inst["live"] = {"current": len(inst_rows), "ready": sum(map(_READY, inst_rows)),
-                                "desired": inst["totals"]["pods"],
-                                "nodes": sorted(set(filter(None, map(_NODE, inst_rows))))}
+                inst["live"] = {
+                    "current": len(inst_rows),
+                    "ready": sum(map(_READY, inst_rows)),
+                    "desired": inst["totals"]["pods"],
+                    "nodes": sorted(set(filter(None, map(_NODE, inst_rows)))),
+                }
                 if is_root:
                     break  # the root renders all its instances as one row
         for child in node["children"]:
@@ -132,7 +141,8 @@ def attribute_pods(cd: CompiledDefinition, values: dict[str, Any], pods: list[Po
     walk(tree, pods, True)
     ready_names = {r["name"] for r in rows if r["ready"]}
     return {
-        "current": len(placed), "ready": len(ready_names & placed),
+        "current": len(placed),
+        "ready": len(ready_names & placed),
         "desired": tree["totals"]["pods"] if tree["totals"] is not None else None,  # unknown when partial
         "pods": sorted(rows, key=_ROW_ORDER),
         "unplaced": sorted(p.name for p in pods if p.name not in placed),

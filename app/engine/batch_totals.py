@@ -40,6 +40,7 @@ def group_totals(items: list[Mapping[str, Any]], values: list[str | None]) -> li
     for i, v in enumerate(values):
         by_value.setdefault(v, []).append(i)
     order = sorted((v for v in by_value if v is not None), key=str.encode) + ([None] if None in by_value else [])
-    return [{"value": v, "items": by_value[v], "totals": sum_totals(item_totals(items[i]) for i in by_value[v])}
-            for v in order]
-
+    return [
+        {"value": v, "items": by_value[v], "totals": sum_totals(item_totals(items[i]) for i in by_value[v])}
+        for v in order
+    ]

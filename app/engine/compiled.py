@@ -19,7 +19,7 @@ from ..jqlang.jqbatch import GOJQ_UNDEFINED, Batch
 from ..jqlang.native import why_not
 from ..jqlang.paths import Tree, merge, needs
 from ..karta.load import Definition
-from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, PodGroupMember
+from ..karta.model import FRAGMENT_FIELDS, STATUS_KEYS, ComponentDefinition, GangScheduling, PodGroupMember
 from .memo import COMPILED_FACTOR, ByteLRU, held_bytes
 
 
@@ -123,10 +123,20 @@ def expression_texts(d: Definition) -> tuple[list[str], list[str]]:
 # What the engine reads of extracted pod definitions (requests, pod view); the rest of a pod
 # template never needs to reach jq.
 _CONTAINER: Tree = {"name": True, "image": True, "resources": True, "restartPolicy": True}
-_POD_SPEC: Tree = {"containers": {None: _CONTAINER}, "initContainers": {None: _CONTAINER}, "overhead": True,
-                   "resources": True, "schedulerName": True, "priorityClassName": True, "nodeSelector": True,
-                   "resourceClaims": True, "tolerations": True, "affinity": True, "topologySpreadConstraints": True,
-                   "runtimeClassName": True}
+_POD_SPEC: Tree = {
+    "containers": {None: _CONTAINER},
+    "initContainers": {None: _CONTAINER},
+    "overhead": True,
+    "resources": True,
+    "schedulerName": True,
+    "priorityClassName": True,
+    "nodeSelector": True,
+    "resourceClaims": True,
+    "tolerations": True,
+    "affinity": True,
+    "topologySpreadConstraints": True,
+    "runtimeClassName": True,
+}
 _METADATA: Tree = {"labels": True}
 _POD_TEMPLATE: Tree = {"metadata": _METADATA, "spec": _POD_SPEC}
 _FRAGMENT_SHAPES: dict[str, Tree | bool] = {"containers_path": {None: _CONTAINER}, "container_path": _CONTAINER}
@@ -138,8 +148,11 @@ def _shaped_exprs(d: Definition) -> list[tuple[str, Tree | bool]]:
     for c in d.karta.components:
         sd = c.spec_definition
         if sd is not None:
-            for text, shape in ((sd.pod_template_spec_path, _POD_TEMPLATE), (sd.pod_spec_path, _POD_SPEC),
-                                (sd.metadata_path, _METADATA)):
+            for text, shape in (
+                (sd.pod_template_spec_path, _POD_TEMPLATE),
+                (sd.pod_spec_path, _POD_SPEC),
+                (sd.metadata_path, _METADATA),
+            ):
                 if text:
                     out.append((text, shape))
             frag = sd.fragmented_pod_spec_definition
@@ -178,8 +191,18 @@ def pod_projection_tree(texts: list[str]) -> Tree | bool:
 
 
 # Expressions that mention these read what we would otherwise strip from the input.
-_STRIP_SENSITIVE = ("managedFields", "last-applied", "metadata |", "metadata|", "metadata[]",
-                    "annotations |", "annotations|", "annotations[]", "annotations)", "metadata)")
+_STRIP_SENSITIVE = (
+    "managedFields",
+    "last-applied",
+    "metadata |",
+    "metadata|",
+    "metadata[]",
+    "annotations |",
+    "annotations|",
+    "annotations[]",
+    "annotations)",
+    "metadata)",
+)
 
 
 @dataclass
@@ -220,14 +243,28 @@ class CompiledDefinition:
             children.setdefault(c.owner_ref or "", []).append(c.name or "")
         leaves = [c.name or "" for c in comps if c.pod_bearing]
         has_scale = any(c.scale_definition is not None for c in comps)
-        compiled = cls(d, workload, w_index, pods, p_index, strip, projection, by_name, names, parent, children, leaves,
-                       has_scale, _calls_now(w_texts), pod_projection_tree(p_texts))
+        compiled = cls(
+            d,
+            workload,
+            w_index,
+            pods,
+            p_index,
+            strip,
+            projection,
+            by_name,
+            names,
+            parent,
+            children,
+            leaves,
+            has_scale,
+            _calls_now(w_texts),
+            pod_projection_tree(p_texts),
+        )
         if gang is not None and (gang.pod_groups or gang.pod_group is not None):
-            compiled.candidates = {n: compiled._candidates_for(n) for n in names}
+            compiled.candidates = {n: compiled._candidates_for(gang, n) for n in names}
         return compiled
 
-    def _candidates_for(self, name: str) -> list[Candidate]:
-        gang = self.definition.karta.gang
+    def _candidates_for(self, gang: GangScheduling, name: str) -> list[Candidate]:
         found: list[Candidate] = []
         level: str | None = name
         seen: set[str] = set()
@@ -240,7 +277,6 @@ class CompiledDefinition:
             level = self.parent.get(level)
         # Own members first, the rest in order: a stable sort (the reference intends one).
         return sorted(found, key=lambda c: c.effective_component != name)
-
 
 
 # By digest, bounded by bytes: definitions from requests can be large and many.
@@ -267,13 +303,17 @@ def evaluation(d: Definition) -> dict[str, Any]:
     for stage, batch in (("workload", cd.workload), ("pods", cd.pods)):
         for i, text in enumerate(batch.texts):
             if i in batch.compile_errors:
-                items.append({"stage": stage, "expression": text, "native": False,
-                              "reason": f"does not compile: {batch.compile_errors[i]}"})
+                items.append(
+                    {
+                        "stage": stage,
+                        "expression": text,
+                        "native": False,
+                        "reason": f"does not compile: {batch.compile_errors[i]}",
+                    }
+                )
             else:
                 ok = batch.native[i] is not None
-                items.append({"stage": stage, "expression": text, "native": ok, "reason": None if ok else why_not(text)})
+                items.append(
+                    {"stage": stage, "expression": text, "native": ok, "reason": None if ok else why_not(text)}
+                )
     return {"native": sum(1 for x in items if x["native"]), "expressions": len(items), "items": items}
-
-
-def clear_cache() -> None:
-    _cache.clear()

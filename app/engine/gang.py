@@ -36,8 +36,7 @@ def _values(values: dict[str, ComponentValues | ExtractionError], name: str) -> 
     return v
 
 
-def subtree_scale(cd: CompiledDefinition, values: dict[str, Any], component: str,
-                  instance: Any = _NOT_GIVEN) -> int:
+def subtree_scale(cd: CompiledDefinition, values: dict[str, Any], component: str, instance: Any = _NOT_GIVEN) -> int:
     """`CalculateSubtreeScale(component, instanceId?)`, bit for bit."""
     if instance is not _NOT_GIVEN and instance == "":
         raise GangError("instance id is empty")
@@ -85,8 +84,11 @@ def _by_leaves(cd: CompiledDefinition, values: dict[str, Any], name: str, instan
 def _topology(t: Any) -> dict[str, str] | None:
     if t is None:
         return None
-    return {"topologyName": t.topology_name, "preferredTopologyLevel": t.preferred_topology_level,
-            "requiredTopologyLevel": t.required_topology_level}
+    return {
+        "topologyName": t.topology_name,
+        "preferredTopologyLevel": t.preferred_topology_level,
+        "requiredTopologyLevel": t.required_topology_level,
+    }
 
 
 def _safe(fn: Any, path: str) -> tuple[int | None, str | None]:
@@ -115,8 +117,9 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
         v2: dict[str, Any] = {"name": f"pg-{owner_id}-{pg.name}", "definitionName": pg.name}
         subs = []
         for i, sg in enumerate(pg.sub_groups or []):
-            n, err = _safe(lambda sg=sg: subtree_scale(cd, values, sg.component_name or ""),
-                           f"{_GANG}.podGroup.subGroups[{i}]")
+            n, err = _safe(
+                lambda sg=sg: subtree_scale(cd, values, sg.component_name or ""), f"{_GANG}.podGroup.subGroups[{i}]"
+            )
             entry: dict[str, Any] = {"name": sg.component_name, "minAvailable": n}
             if sg.topology is not None:
                 entry["topology"] = _topology(sg.topology)
@@ -143,10 +146,16 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
         for gi, g in enumerate(gang.pod_groups):
             members = []
             for mi, m in enumerate(g.members or []):
-                n, err = _safe(lambda m=m: subtree_scale(cd, values, m.component_name or ""),
-                               f"{_GANG}.podGroups[{gi}].members[{mi}]")
-                entry = {"component": m.component_name, "minAvailable": n,
-                         "groupByKeyPaths": list(m.group_by_key_paths or []), "filters": list(m.filters or [])}
+                n, err = _safe(
+                    lambda m=m: subtree_scale(cd, values, m.component_name or ""),
+                    f"{_GANG}.podGroups[{gi}].members[{mi}]",
+                )
+                entry = {
+                    "component": m.component_name,
+                    "minAvailable": n,
+                    "groupByKeyPaths": list(m.group_by_key_paths or []),
+                    "filters": list(m.filters or []),
+                }
                 if err:
                     entry["error"] = err
                 members.append(entry)
@@ -156,9 +165,12 @@ def workload_gang(cd: CompiledDefinition, values: dict[str, Any], owner_id: str)
     return out
 
 
-def pods_gang(cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], owner_id: str) -> list[dict[str, Any]]:
+def pods_gang(
+    cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], owner_id: str
+) -> list[dict[str, Any]]:
     """What KAI's Karta grouper decides for each pod (the definition's gang read once, not per pod)."""
     gang = cd.definition.karta.gang
+    assert gang is not None, "called only for a workload whose gang view is not empty"
     if gang.pod_group is not None:
         group = f"pg-{owner_id}-{gang.pod_group.name}"
         sub_groups = [sg.component_name for sg in gang.pod_group.sub_groups or []]
@@ -197,10 +209,18 @@ def _pod_groups_row(cd: CompiledDefinition, values: dict[str, Any], pod: PodInpu
         name = f"pg-{owner_id}" + ("-" + "-".join(keys) if keys else "")
         if keys and (len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name)):
             raise GangError(f'pod group name "{name}" is not a valid DNS-1123 subdomain')
-        row.update({"instance": instance, "effectiveComponent": eff.effective_component,
-                    "podGroupDefinition": eff.pod_group_name, "groupKeys": keys, "podGroup": name,
-                    "minAvailable": subtree_scale(cd, values, eff.effective_component,
-                                                  instance if instance is not None else _NOT_GIVEN)})
+        row.update(
+            {
+                "instance": instance,
+                "effectiveComponent": eff.effective_component,
+                "podGroupDefinition": eff.pod_group_name,
+                "groupKeys": keys,
+                "podGroup": name,
+                "minAvailable": subtree_scale(
+                    cd, values, eff.effective_component, instance if instance is not None else _NOT_GIVEN
+                ),
+            }
+        )
     except (PodError, GangError) as e:
         row["error"] = str(e)
     return row
@@ -213,8 +233,10 @@ def _effective_member(cd: CompiledDefinition, pod: PodInput, component: str) -> 
             try:
                 value = pod.single_value(f)
             except PodError as e:
-                raise GangError(f"failed to evaluate filters for component {cand.effective_component} in group "
-                                f'{cand.pod_group_name}: failed to evaluate filter "{f}": {e}') from None
+                raise GangError(
+                    f"failed to evaluate filters for component {cand.effective_component} in group "
+                    f'{cand.pod_group_name}: failed to evaluate filter "{f}": {e}'
+                ) from None
             if value is not True:  # only boolean true passes
                 passed = False
                 break
@@ -229,7 +251,6 @@ def group_pods(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         if "error" in r or "podGroup" not in r:
             continue
-        g = groups.setdefault(r["podGroup"], {"name": r["podGroup"], "minAvailable": r.get("minAvailable"),
-                                               "pods": []})
+        g = groups.setdefault(r["podGroup"], {"name": r["podGroup"], "minAvailable": r.get("minAvailable"), "pods": []})
         g["pods"].append(r["pod"])
     return list(groups.values())

@@ -120,23 +120,38 @@ _TYPES = {
 # never fed to jq (input projection), so they cannot be checked here.
 _STR_MAP = ("object", "string")  # map[string]string
 _QTY_MAP = ("object", "quantity")  # ResourceList
-_OBJECTS = ("array", ("object", {}))  # a list of structs, whose fields are not checked here
+_OBJECTS: tuple[str, tuple[str, dict[str, Any]]] = (
+    "array",
+    ("object", {}),
+)  # a list of structs, whose fields are not checked here
 _RESOURCES = {"requests": ("ResourceRequirements", _QTY_MAP), "limits": ("ResourceRequirements", _QTY_MAP)}
-_CONTAINER = {"name": ("Container", "string"), "image": ("Container", "string"),
-              "restartPolicy": ("Container", "string"), "resources": ("Container", ("object", _RESOURCES))}
-_POD_SPEC = {"containers": ("PodSpec", ("array", ("object", _CONTAINER))),
-             "initContainers": ("PodSpec", ("array", ("object", _CONTAINER))),
-             "schedulerName": ("PodSpec", "string"), "priorityClassName": ("PodSpec", "string"),
-             "nodeSelector": ("PodSpec", _STR_MAP), "overhead": ("PodSpec", _QTY_MAP),
-             "resources": ("PodSpec", ("object", _RESOURCES)),
-             # placement (the pod view copies these): their JSON kinds, not every nested field
-             "tolerations": ("PodSpec", _OBJECTS), "affinity": ("PodSpec", ("object", {})),
-             "topologySpreadConstraints": ("PodSpec", _OBJECTS), "runtimeClassName": ("PodSpec", "string"),
-             "resourceClaims": ("PodSpec", _OBJECTS)}
+_CONTAINER = {
+    "name": ("Container", "string"),
+    "image": ("Container", "string"),
+    "restartPolicy": ("Container", "string"),
+    "resources": ("Container", ("object", _RESOURCES)),
+}
+_POD_SPEC = {
+    "containers": ("PodSpec", ("array", ("object", _CONTAINER))),
+    "initContainers": ("PodSpec", ("array", ("object", _CONTAINER))),
+    "schedulerName": ("PodSpec", "string"),
+    "priorityClassName": ("PodSpec", "string"),
+    "nodeSelector": ("PodSpec", _STR_MAP),
+    "overhead": ("PodSpec", _QTY_MAP),
+    "resources": ("PodSpec", ("object", _RESOURCES)),
+    # placement (the pod view copies these): their JSON kinds, not every nested field
+    "tolerations": ("PodSpec", _OBJECTS),
+    "affinity": ("PodSpec", ("object", {})),
+    "topologySpreadConstraints": ("PodSpec", _OBJECTS),
+    "runtimeClassName": ("PodSpec", "string"),
+    "resourceClaims": ("PodSpec", _OBJECTS),
+}
 _META = {"labels": ("ObjectMeta", _STR_MAP), "annotations": ("ObjectMeta", _STR_MAP)}
 _SHAPES: dict[str, Any] = {
-    "v1.PodTemplateSpec": ("object", {"metadata": ("PodTemplateSpec", ("object", _META)),
-                                      "spec": ("PodTemplateSpec", ("object", _POD_SPEC))}),
+    "v1.PodTemplateSpec": (
+        "object",
+        {"metadata": ("PodTemplateSpec", ("object", _META)), "spec": ("PodTemplateSpec", ("object", _POD_SPEC))},
+    ),
     "v1.PodSpec": ("object", _POD_SPEC),
     "v1.ObjectMeta": ("object", _META),
     "map[string]string": _STR_MAP,
@@ -218,8 +233,10 @@ def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> 
             return None, None
         return {"object": {}, "string": "", "array": []}[want], None
     if not isinstance(v, _TYPES[want]):
-        raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: cannot "
-                              f"unmarshal {go_json_type(v)} into Go value of type {go_type}")
+        raise ConversionError(
+            f"failed to convert object at index {index} to type {go_type}: json: cannot "
+            f"unmarshal {go_json_type(v)} into Go value of type {go_type}"
+        )
     shape = _SHAPES.get(go_type)
     if shape is None:
         return v, None
@@ -234,8 +251,9 @@ def _zip_error(ids: list[str], results: list[Any]) -> str:
     return f"instance ids count ({len(ids)}) does not match results count ({len(results)})"
 
 
-def _culprit(lists: dict[str, list[Any]], where: dict[str, tuple[str, str]], count: int,
-             path: str) -> tuple[str, str | None]:
+def _culprit(
+    lists: dict[str, list[Any]], where: dict[str, tuple[str, str]], count: int, path: str
+) -> tuple[str, str | None]:
     """The path and expression behind a count mismatch: the first path that yielded the reported
     count (the reference only reports the count; naming the path is what lets a user fix it).
     `where` holds each path's location under `path`."""
@@ -260,10 +278,15 @@ def instance_ids(c: ComponentDefinition, results: Lookup, path: str) -> list[str
             raise ExtractionError(
                 f"failed to extract instance ids for component {c.name}: failed to convert object at index {i} "
                 f"to type string: json: cannot unmarshal {go_json_type(v)} into Go value of type string",
-                f"{path}.instanceIdPath", c.instance_id_path)
+                f"{path}.instanceIdPath",
+                c.instance_id_path,
+            )
     if "" in ids:
-        raise ExtractionError(f"instance id path contained empty string values [{','.join(ids)}]",
-                              f"{path}.instanceIdPath", c.instance_id_path)
+        raise ExtractionError(
+            f"instance id path contained empty string values [{','.join(ids)}]",
+            f"{path}.instanceIdPath",
+            c.instance_id_path,
+        )
     return ids
 
 
@@ -287,8 +310,13 @@ def extract_component(c: ComponentDefinition, results: Lookup, path: str) -> Com
 # The whole-object parts of a spec definition: (its path attribute, the instance attribute,
 # the path's location under the component, the error prefix, the Go type).
 _SPEC_PARTS = (
-    ("pod_template_spec_path", "pod_template_spec", ".specDefinition.podTemplateSpecPath",
-     "failed to get pod template specs", "v1.PodTemplateSpec"),
+    (
+        "pod_template_spec_path",
+        "pod_template_spec",
+        ".specDefinition.podTemplateSpecPath",
+        "failed to get pod template specs",
+        "v1.PodTemplateSpec",
+    ),
     ("pod_spec_path", "pod_spec", ".specDefinition.podSpecPath", "failed to get pod specs", "v1.PodSpec"),
     ("metadata_path", "metadata", ".specDefinition.metadataPath", "failed to get pod metadata", "v1.ObjectMeta"),
 )
@@ -306,22 +334,29 @@ def _spec_parts(sd: Any, ids: list[str], per_id: dict[str, ExtractedInstance], r
             raise ExtractionError(f"{wrap}: {e}", path + suffix, expr) from None
         if len(converted) != len(ids):
             raise ExtractionError(f"{wrap}: {_zip_error(ids, converted)}", path + suffix, expr)
-        for i, (v, text) in zip(ids, converted):
+        for i, (v, text) in zip(ids, converted, strict=True):
             inst = per_id[i]
             setattr(inst, attr, v)
             inst.texts[attr] = text
 
 
 _FRAGMENT_TYPES = {
-    "schedulerName": ("string", "string"), "labels": ("object", "map[string]string"),
-    "annotations": ("object", "map[string]string"), "resources": ("object", "v1.ResourceRequirements"),
-    "resourceClaims": ("array", "[]v1.PodResourceClaim"), "podAffinity": ("object", "v1.PodAffinity"),
-    "nodeAffinity": ("object", "v1.NodeAffinity"), "containers": ("array", "[]v1.Container"),
-    "container": ("object", "v1.Container"), "priorityClassName": ("string", "string"), "image": ("string", "string"),
+    "schedulerName": ("string", "string"),
+    "labels": ("object", "map[string]string"),
+    "annotations": ("object", "map[string]string"),
+    "resources": ("object", "v1.ResourceRequirements"),
+    "resourceClaims": ("array", "[]v1.PodResourceClaim"),
+    "podAffinity": ("object", "v1.PodAffinity"),
+    "nodeAffinity": ("object", "v1.NodeAffinity"),
+    "containers": ("array", "[]v1.Container"),
+    "container": ("object", "v1.Container"),
+    "priorityClassName": ("string", "string"),
+    "image": ("string", "string"),
 }
 # (path attribute, the path's location under the fragment definition, result key, JSON kind, Go type)
-_FRAGMENTS = [(attr, f".{go_name[0].lower()}{go_name[1:]}", key, *_FRAGMENT_TYPES[key])
-              for attr, go_name, key in FRAGMENT_FIELDS]
+_FRAGMENTS = [
+    (attr, f".{go_name[0].lower()}{go_name[1:]}", key, *_FRAGMENT_TYPES[key]) for attr, go_name, key in FRAGMENT_FIELDS
+]
 
 
 def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup, path: str) -> None:
@@ -339,19 +374,25 @@ def _fragmented(frag: Any, ids: list[str], per_id: dict[str, ExtractedInstance],
             raise ExtractionError(f"failed to get fragmented pod specs: {e}", path + suffix, expr) from None
     count = max(map(len, lists.values()), default=0)
     if count != len(ids):
-        raise ExtractionError(f"failed to get fragmented pod specs: {_zip_error(ids, [None] * count)}",
-                              *_culprit(lists, where, count, path))
+        raise ExtractionError(
+            f"failed to get fragmented pod specs: {_zip_error(ids, [None] * count)}",
+            *_culprit(lists, where, count, path),
+        )
     for n, i in enumerate(ids):
         # Shorter lists are padded with zero values (absent), so fragments never misalign here.
         per_id[i].fragmented = {k: v[n] for k, v in lists.items() if n < len(v)}
 
 
-_SCALE_PATHS = (("replicas_path", ".replicasPath"), ("min_replicas_path", ".minReplicasPath"),
-                ("max_replicas_path", ".maxReplicasPath"))
+_SCALE_PATHS = (
+    ("replicas_path", ".replicasPath"),
+    ("min_replicas_path", ".minReplicasPath"),
+    ("max_replicas_path", ".maxReplicasPath"),
+)
 
 
-def _scales(c: ComponentDefinition, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup,
-            path: str) -> None:
+def _scales(
+    c: ComponentDefinition, ids: list[str], per_id: dict[str, ExtractedInstance], results: Lookup, path: str
+) -> None:
     sc = c.scale_definition
     lists: dict[str, list[int | None]] = {}
     where: dict[str, tuple[str, str]] = {}
@@ -366,8 +407,9 @@ def _scales(c: ComponentDefinition, ids: list[str], per_id: dict[str, ExtractedI
             raise ExtractionError(f"failed to get scales: {e}", path + suffix, expr) from None
     count = max(map(len, lists.values()), default=0)
     if count != len(ids):
-        raise ExtractionError(f"failed to get scales: {_zip_error(ids, [None] * count)}",
-                              *_culprit(lists, where, count, path))
+        raise ExtractionError(
+            f"failed to get scales: {_zip_error(ids, [None] * count)}", *_culprit(lists, where, count, path)
+        )
     # Shorter lists leave the rest unset.
     columns = [lists.get(attr) for attr, _ in _SCALE_PATHS]
     for n, i in enumerate(ids):

@@ -113,7 +113,10 @@ def _canonical(nanos: int | Fraction, fmt: str) -> str:
 class Quantity:
     """An exact, immutable resource quantity with its apimachinery Format."""
 
-    __slots__ = ("_n", "_format", "_s")  # _n: the value in nano-units (see _exact)
+    __slots__ = ("_format", "_n", "_s")
+    _n: int | Fraction  # the value in nano-units (see _exact)
+    _format: str
+    _s: str | None  # the text it was parsed from, or its canonical form once asked
 
     def __init__(self, value: int | Fraction = 0, format: str = DECIMAL_SI) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
@@ -344,8 +347,9 @@ def _parse_string(s: str) -> Quantity:
     return Quantity._make(nanos if positive else -nanos, fmt)
 
 
-def parse_quantity(value: str | int | float | Decimal | Quantity) -> Quantity:
-    """Parse like apimachinery ParseQuantity; numbers are read as their JSON text."""
+def parse_quantity(value: object) -> Quantity:
+    """Parse like apimachinery ParseQuantity; numbers are read as their JSON text.  Raises
+    QuantityError for anything else (a boolean, a list, ...)."""
     if isinstance(value, Quantity):
         return value
     if isinstance(value, str):

@@ -29,7 +29,7 @@ def _quantity(raw: object) -> Quantity:
         return Quantity()  # a JSON null decodes to a zero Quantity in apimachinery
     if isinstance(raw, str):
         raw = raw.strip()  # Quantity.UnmarshalJSON trims surrounding whitespace
-    return parse_quantity(raw)  # type: ignore[arg-type]
+    return parse_quantity(raw)
 
 
 def _resource_list(raw: object) -> Requests:
@@ -133,16 +133,28 @@ def pod_requests_key(pod_spec: Mapping | None) -> bytes | None:
     so two workloads' pods that differ only in those share the key.  None when it cannot be
     printed (the requests are then computed uncached)."""
     spec = pod_spec if isinstance(pod_spec, Mapping) else {}
-    inits = [(_resources_part(c), isinstance(c, Mapping) and c.get("restartPolicy") == "Always")
-             for c in _list(spec.get("initContainers"))]
-    return _key_text(("pod", [_resources_part(c) for c in _list(spec.get("containers"))], inits,
-                      spec.get("resources"), spec.get("overhead")))
+    inits = [
+        (_resources_part(c), isinstance(c, Mapping) and c.get("restartPolicy") == "Always")
+        for c in _list(spec.get("initContainers"))
+    ]
+    return _key_text(
+        (
+            "pod",
+            [_resources_part(c) for c in _list(spec.get("containers"))],
+            inits,
+            spec.get("resources"),
+            spec.get("overhead"),
+        )
+    )
 
 
-def fragmented_requests_key(containers: list | None, container: Mapping | None, resources: Mapping | None) -> bytes | None:
+def fragmented_requests_key(
+    containers: list | None, container: Mapping | None, resources: Mapping | None
+) -> bytes | None:
     """What fragmented_requests reads, as JSON text (see pod_requests_key)."""
-    return _key_text(("fragmented", [_resources_part(c) for c in _list(containers)], _resources_part(container),
-                      resources))
+    return _key_text(
+        ("fragmented", [_resources_part(c) for c in _list(containers)], _resources_part(container), resources)
+    )
 
 
 def fragmented_requests(containers: list | None, container: Mapping | None, resources: Mapping | None) -> Requests:

@@ -17,10 +17,18 @@ from ..karta.model import StatusDefinition, StatusMatcher
 from .instances import ExtractionError
 from .memo import DEFINITION_FACTOR, Memo
 
-EVALUATION_ORDER = ["Resuming", "Suspending", "Suspended", "Running", "Failed", "Completed", "Initializing",
-                    "Degraded"]
-PRECEDENCE = ["Resuming", "Suspending", "Suspended", "Failed", "Completed", "Degraded", "Running", "Initializing",
-              "Undefined"]
+EVALUATION_ORDER = ["Resuming", "Suspending", "Suspended", "Running", "Failed", "Completed", "Initializing", "Degraded"]
+PRECEDENCE = [
+    "Resuming",
+    "Suspending",
+    "Suspended",
+    "Failed",
+    "Completed",
+    "Degraded",
+    "Running",
+    "Initializing",
+    "Undefined",
+]
 UNDEFINED = "Undefined"
 
 
@@ -73,8 +81,13 @@ class _Plan:
         conditions = None
         if cd is not None and cd.path:
             # API-server defaults for the field names (the loader warns when they were missing).
-            conditions = (cd.path, _field(cd.type_field_name, "type"), _field(cd.status_field_name, "status"),
-                          _field(cd.message_field_name, "message"), _field(cd.reason_field_name, "reason"))
+            conditions = (
+                cd.path,
+                _field(cd.type_field_name, "type"),
+                _field(cd.status_field_name, "status"),
+                _field(cd.message_field_name, "message"),
+                _field(cd.reason_field_name, "reason"),
+            )
         plan = []
         for status in EVALUATION_ORDER:  # the reference's order, whatever the definition's
             key = status[0].lower() + status[1:]
@@ -91,8 +104,9 @@ def _field(name: str | None, default: str) -> str:
 def _matcher(m: StatusMatcher) -> _Matcher:
     conds = tuple((w.type or "", w.status or "", w.reason or "") for w in m.by_conditions or [])
     be = m.by_expression
-    expr = be.expression if be is not None and be.expression else None
-    return (m.by_phase or None, conds, expr, (be.expected_result or "") if expr else "")
+    if be is not None and be.expression:
+        return (m.by_phase or None, conds, be.expression, be.expected_result or "")
+    return (m.by_phase or None, conds, None, "")
 
 
 # Plans by id(definition); each entry holds its definition, so that id is not reused while it is
@@ -124,8 +138,10 @@ def evaluate_status(sd: StatusDefinition, results: dict[str, Result], path: str)
             else:
                 raise ExtractionError(
                     "failed to extract phase: failed to convert object at index 0 to type string: json: cannot "
-                    f"unmarshal {go_json_type(v)} into Go value of type string", f"{path}.phaseDefinition.path",
-                    plan.phase_path)
+                    f"unmarshal {go_json_type(v)} into Go value of type string",
+                    f"{path}.phaseDefinition.path",
+                    plan.phase_path,
+                )
     conditions = _conditions(plan.conditions, results, path) if plan.conditions is not None else []
     by_type = {c.type: c for c in conditions}  # a later duplicate type wins
 
@@ -161,16 +177,31 @@ def _conditions(spec: tuple[str, str, str, str, str], results: dict[str, Result]
             raise ExtractionError(
                 f"failed to extract conditions: failed to convert object at index {i} to type "
                 f"[]map[string]interface {{}}: json: cannot unmarshal {go_json_type(bad)} into Go value of type {what}",
-                f"{path}.conditionsDefinition.path", expr)
+                f"{path}.conditionsDefinition.path",
+                expr,
+            )
         for raw in v:
             raw = raw or {}
-            out.append(Condition(_str(raw, tf) or "", _str(raw, sf), _str(raw, rf) if rf else None,
-                                 (_str(raw, mf) or "") if mf else ""))
+            out.append(
+                Condition(
+                    _str(raw, tf) or "",
+                    _str(raw, sf),
+                    _str(raw, rf) if rf else None,
+                    (_str(raw, mf) or "") if mf else "",
+                )
+            )
     return out
 
 
-def _matches(m: _Matcher, phase: str | None, by_type: dict[str, Condition], results: dict[str, Result],
-             path: str, key: str, i: int) -> bool:
+def _matches(
+    m: _Matcher,
+    phase: str | None,
+    by_type: dict[str, Condition],
+    results: dict[str, Result],
+    path: str,
+    key: str,
+    i: int,
+) -> bool:
     """Whether matcher i of statusMappings.<key> matches (path, key and i locate its error)."""
     by_phase, by_conditions, expr, expected = m
     if by_phase is not None and phase != by_phase:
@@ -188,7 +219,9 @@ def _matches(m: _Matcher, phase: str | None, by_type: dict[str, Condition], resu
         if not r.ok:
             raise ExtractionError(
                 f"failed to match status: failed to evaluate matcher: failed to evaluate ByExpression: {r.error}",
-                f"{path}.statusMappings.{key}[{i}].byExpression.expression", expr)
+                f"{path}.statusMappings.{key}[{i}].byExpression.expression",
+                expr,
+            )
         if not r.values:
             return False
         return gojq_tostring(r.values[0]) == expected

@@ -48,9 +48,11 @@ def apply_actions(d: Definition, obj: dict[str, Any], which: str) -> dict[str, A
     sd = suspend_definition(d)
     if sd is None:
         root = d.karta.root
-        raise NoSuspendDefinition(f"the definition of {obj.get('kind') or d.name} has no suspendDefinition "
-                                  f"(component {root.name if root is not None else '?'} does not have "
-                                  "suspendDefinition)")
+        raise NoSuspendDefinition(
+            f"the definition of {obj.get('kind') or d.name} has no suspendDefinition "
+            f"(component {root.name if root is not None else '?'} does not have "
+            "suspendDefinition)"
+        )
     key = ACTIONS[which]
     actions = (sd.suspend_actions if which == "suspend" else sd.resume_actions) or []
     if not actions:
@@ -67,9 +69,12 @@ def apply_actions(d: Definition, obj: dict[str, Any], which: str) -> dict[str, A
         except PathNotWritable as e:
             raise ActionError(field, str(e)) from None
         for loc in locations:
-            if not loc or any(loc[:len(fixed)] == fixed for fixed in ROOT_FIXED):
-                raise ActionError(field, f"an action may not write {pointer(loc) or 'the whole object'} "
-                                         "(apiVersion, kind, status, metadata.name and metadata.uid are fixed)")
+            if not loc or any(loc[: len(fixed)] == fixed for fixed in ROOT_FIXED):
+                raise ActionError(
+                    field,
+                    f"an action may not write {pointer(loc) or 'the whole object'} "
+                    "(apiVersion, kind, status, metadata.name and metadata.uid are fixed)",
+                )
             try:
                 set_at(out, loc, copy.deepcopy(value))
             except UpdateError as e:

@@ -49,8 +49,12 @@ class Sums:
             return other
         hit = _SUMS.get((self, other))
         if hit is None:
-            hit = Sums(self.pods + other.pods, clamp(self.gpus + other.gpus),
-                       add_counts(self.accelerators, other.accelerators), add(self.requests, other.requests))
+            hit = Sums(
+                self.pods + other.pods,
+                clamp(self.gpus + other.gpus),
+                add_counts(self.accelerators, other.accelerators),
+                add(self.requests, other.requests),
+            )
             if len(_SUMS) >= SUMS_CACHE:
                 _SUMS.clear()
             _SUMS[(self, other)] = hit
@@ -73,8 +77,13 @@ _SUMS: dict[tuple[Sums, Sums], Sums] = {}
 
 def totals_json(pods: int, gpus: int, accelerators: Mapping[str, int], requests: Requests) -> dict[str, Any]:
     strings = to_strings(requests)
-    return {"pods": pods, "gpus": gpus, "accelerators": dict(accelerators), "requests": strings,
-            "requestValues": _values(requests, strings)}
+    return {
+        "pods": pods,
+        "gpus": gpus,
+        "accelerators": dict(accelerators),
+        "requests": strings,
+        "requestValues": _values(requests, strings),
+    }
 
 
 # requestValues by the exact quantity strings they come from: the same totals recur in every

@@ -42,8 +42,12 @@ SPEC_FIELDS = ("schedulerName", "priorityClassName", "nodeSelector", "toleration
 SET_FIELDS = META_FIELDS + SPEC_FIELDS
 _MAPS = ("labels", "annotations", "nodeSelector")
 _WHOLE_PODS = ("podTemplateSpec", "podSpec", "metadata")  # forms whose absent location means: no such pod
-_FRAGMENT_PATHS = {"labels": "labels_path", "annotations": "annotations_path",
-                   "schedulerName": "scheduler_name_path", "priorityClassName": "priority_class_name_path"}
+_FRAGMENT_PATHS = {
+    "labels": "labels_path",
+    "annotations": "annotations_path",
+    "schedulerName": "scheduler_name_path",
+    "priorityClassName": "priority_class_name_path",
+}
 _TOLERATION = {"key": str, "operator": str, "value": str, "effect": str, "tolerationSeconds": int}
 _OPERATORS = ("Exists", "Equal")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -98,6 +102,7 @@ class Rewrite:
 
 # -- the request's `set` -------------------------------------------------------------------
 
+
 def check_set(value: Any) -> dict[str, Any]:
     """The `set` of a request, checked: known fields of the right types, no `$` keys."""
     if not isinstance(value, dict) or not value:
@@ -149,6 +154,7 @@ def _check_toleration(t: Any, where: str) -> None:
 
 # -- what is written where -----------------------------------------------------------------
 
+
 def chosen_components(d: Definition, names: list[str] | None) -> list[ComponentDefinition]:
     """The components a request names (every pod-bearing one by default)."""
     comps = list(d.karta.components)
@@ -159,11 +165,18 @@ def chosen_components(d: Definition, names: list[str] | None) -> list[ComponentD
     for n in dict.fromkeys(names):
         c = by_name.get(n)
         if c is None:
-            raise UpdateError(f"unknown component {n!r}; the definition {d.name} has "
-                              + ", ".join(sorted(x.name or "" for x in comps)), "components")
+            raise UpdateError(
+                f"unknown component {n!r}; the definition {d.name} has "
+                + ", ".join(sorted(x.name or "" for x in comps)),
+                "components",
+            )
         if not c.pod_bearing:
-            raise UpdateError(f"component {n!r} defines no pods (no pod template, pod spec or fragmented pod "
-                              "spec): nothing to rewrite", "components", n)
+            raise UpdateError(
+                f"component {n!r} defines no pods (no pod template, pod spec or fragmented pod "
+                "spec): nothing to rewrite",
+                "components",
+                n,
+            )
         out.append(c)
     return out
 
@@ -199,11 +212,15 @@ def targets(c: ComponentDefinition, set_: dict[str, Any]) -> list[Target]:
 
 
 def _no_path(component: str, f: str, which: str) -> UpdateError:
-    return UpdateError(f"component {component} has no path for this fragment: {f} (the definition gives no "
-                       f"{which})", f"set.{f}", component)
+    return UpdateError(
+        f"component {component} has no path for this fragment: {f} (the definition gives no {which})",
+        f"set.{f}",
+        component,
+    )
 
 
 # -- merging one location ------------------------------------------------------------------
+
 
 def _kind(v: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(type(v), "a number")
@@ -274,6 +291,7 @@ def merged(t: Target, old: Any, set_: dict[str, Any], where: str) -> Any:
 
 # -- the rewrite ---------------------------------------------------------------------------
 
+
 def pointer(loc: Location) -> str:
     """RFC 6901 JSON pointer of a location."""
     return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in loc)
@@ -299,7 +317,7 @@ def set_at(obj: dict[str, Any], loc: Location, value: Any) -> None:
         if child is None:
             child = {} if isinstance(nxt, str) else None
             if child is None:
-                raise UpdateError(f"cannot write {pointer(loc)}: {pointer(loc[:i + 1])} is not there to index")
+                raise UpdateError(f"cannot write {pointer(loc)}: {pointer(loc[: i + 1])} is not there to index")
             node[k] = child
         node = child
     k = loc[-1]
@@ -308,8 +326,7 @@ def set_at(obj: dict[str, Any], loc: Location, value: Any) -> None:
     node[k] = value
 
 
-def attempts(d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None
-             ) -> Iterator[Rewrite]:
+def attempts(d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None) -> Iterator[Rewrite]:
     """The rewrites to try in turn, the first that reads back being the answer: fragments are
     first created where their parent object is absent (a Dynamo service without
     `extraPodMetadata`); if that made a pod appear (a Milvus without a `queryNode` section), such
@@ -320,8 +337,22 @@ def attempts(d: Definition, obj: dict[str, Any], set_: Any, components: list[str
         yield rewrite(d, obj, set_, components, create_parents=False)
 
 
-def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None,
-            create_parents: bool = True) -> Rewrite:
+def _write(t: Target, loc: Location, changed: bool, **extra: Any) -> dict[str, Any]:
+    """The report of one location written (or skipped: `extra`)."""
+    return {
+        "component": t.component,
+        "form": t.form,
+        "fields": list(t.fields),
+        "expression": t.expression,
+        "path": pointer(loc),
+        "changed": changed,
+        **extra,
+    }
+
+
+def rewrite(
+    d: Definition, obj: dict[str, Any], set_: Any, components: list[str] | None = None, create_parents: bool = True
+) -> Rewrite:
     """The object with `set_` written into every pod of the chosen components, and its patch.
     Atomic: every location is resolved and merged before the result is returned; any refusal
     raises UpdateError and `obj` is never modified.  `create_parents`: write a fragment whose
@@ -342,12 +373,10 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
         where = pointer(loc) or "the object root"
         old = _get(out, loc)
         orphan = old is None and t.form not in _WHOLE_PODS and bool(loc) and _get(out, loc[:-1]) is None
-        if old is None and (t.form in _WHOLE_PODS or not loc or orphan and not create_parents):
+        if old is None and (t.form in _WHOLE_PODS or not loc or (orphan and not create_parents)):
             # No pod there (a PyTorchJob without a Master, a Milvus without a queryNode):
             # writing would create one.
-            writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),
-                           "expression": t.expression, "path": pointer(loc), "changed": False,
-                           "skipped": "nothing there"})
+            writes.append(_write(t, loc, False, skipped="nothing there"))
             continue
         try:
             new = merged(t, old, set_, where)
@@ -356,17 +385,18 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
         if not loc:
             moved = [".".join(p) for p in ROOT_FIXED if _get(new, p) != _get(obj, p)]
             if moved:
-                raise UpdateError(f"component {t.component}: a write at the object root may not change "
-                                  + ", ".join(moved), "definition", t.component)
+                raise UpdateError(
+                    f"component {t.component}: a write at the object root may not change " + ", ".join(moved),
+                    "definition",
+                    t.component,
+                )
         changed = new != old
         if changed:
             if loc:
                 set_at(out, loc, new)
             else:
                 out = new
-        writes.append({"component": t.component, "form": t.form, "fields": list(t.fields),
-                       "expression": t.expression, "path": pointer(loc), "changed": changed,
-                       **({"created": True} if orphan else {})})
+        writes.append(_write(t, loc, changed, **({"created": True} if orphan else {})))
     patch = make_patch(obj, out)
     rv = _get(obj, ("metadata", "resourceVersion"))
     if patch and isinstance(rv, str) and rv:
@@ -377,6 +407,7 @@ def rewrite(d: Definition, obj: dict[str, Any], set_: Any, components: list[str]
 
 
 # -- JSON patch ----------------------------------------------------------------------------
+
 
 def make_patch(old: Any, new: Any, at: str = "") -> list[dict[str, Any]]:
     """RFC 6902 operations that turn `old` into `new`: per key for objects, per element for a
@@ -402,17 +433,22 @@ def make_patch(old: Any, new: Any, at: str = "") -> list[dict[str, Any]]:
 
 def _same(a: Any, b: Any) -> bool:
     """JSON equality (Python's == takes True for 1)."""
-    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                                       and not isinstance(a, bool) and not isinstance(b, bool)):
+    if type(a) is not type(b) and not (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         return False
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
 # -- reading back --------------------------------------------------------------------------
+
 
 def expected_view(view: dict[str, Any], set_: dict[str, Any]) -> dict[str, Any]:
     """A pod view (interpretation `tree...instances[].pod`) as it must read after the write."""
@@ -431,7 +467,7 @@ def expected_view(view: dict[str, Any], set_: dict[str, Any]) -> dict[str, Any]:
 
 def _expected(node: dict[str, Any], set_: dict[str, Any], applied: dict[tuple[str, str], list[bool]]) -> dict[str, Any]:
     out = dict(node)
-    name, instances = node.get("name"), node.get("instances") or []
+    name, instances = node["name"], node.get("instances") or []
     if node.get("podBearing"):
         views = []
         for i, inst in enumerate(instances):

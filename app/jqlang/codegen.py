@@ -314,8 +314,6 @@ class _Gen:
         return self.closure(n, v, scope), True
 
 
-
-
 def _plus(a: Any, b: Any) -> Any:
     if type(a) is int and type(b) is int:
         s = a + b

@@ -27,7 +27,9 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 def strip_noise(obj: dict[str, Any]) -> dict[str, Any]:
     """Drop what no expression reads but doubles the size jq must parse (shallow copies)."""
     meta = obj.get("metadata")
-    if not isinstance(meta, dict) or ("managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})):
+    if not isinstance(meta, dict) or (
+        "managedFields" not in meta and LAST_APPLIED not in (meta.get("annotations") or {})
+    ):
         return obj
     meta = dict(meta)
     meta.pop("managedFields", None)
@@ -70,8 +72,14 @@ def _point_zero(raw: bytes) -> bool:
 
 # Plain JSON only: a datetime, a str/int/dict/list subclass or a dataclass raises instead of
 # being converted, and so does an integer beyond 2^53.
-_PLAIN = (orjson.OPT_STRICT_INTEGER | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
-          | orjson.OPT_PASSTHROUGH_DATACLASS)
+_PLAIN = (
+    orjson.OPT_STRICT_INTEGER
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+
 def _integral_float(raw: bytes) -> bool:
     """An integral float: "2.0", or 1e16 as "1e+16".  Native programs would output it as a float
     where libjq's text prints an integer (other floats read and print alike on both paths); a
@@ -101,15 +109,22 @@ class Input:
     parses; `key` is equal for inputs that give equal results; `exponents` says outputs must be
     normalised as libjq's text would print them (only on the text path)."""
 
-    __slots__ = ("value", "key", "exponents", "_text", "_source")
+    __slots__ = ("_source", "_text", "exponents", "key", "value")
 
-    def __init__(self, value: Any, key: bytes | str, exponents: bool, text: str | None,
-                 source: tuple[Any, bool, Tree | bool] | None = None):
+    def __init__(
+        self,
+        value: Any,
+        key: bytes | str,
+        exponents: bool,
+        text: str | None,
+        source: tuple[Any, bool, Tree | bool] | None = None,
+    ):
         self.value, self.key, self.exponents, self._text, self._source = value, key, exponents, text, source
 
     def text(self) -> str:
         if self._text is None:
-            obj, strip, projection = self._source  # type: ignore[misc]
+            assert self._source is not None, "an Input has its text or the object to make it of"
+            obj, strip, projection = self._source
             self._text = input_text(obj, strip, projection)
         return self._text
 
@@ -122,7 +137,7 @@ def prepare(obj: Any, strip: bool, projection: Tree | bool = True) -> Input:
     """The input for evaluating expressions (that read `projection` of it) over `obj`.
     Raises OverflowError/TypeError/ValueError when no JSON text can be made of it."""
     view = strip_noise(obj) if strip and projection is True and isinstance(obj, dict) else obj
-    parts = _parts(view, projection) if isinstance(view, dict) and projection is not True else view
+    parts = _parts(view, projection) if isinstance(view, dict) and isinstance(projection, dict) else view
     try:
         raw = orjson.dumps(parts, option=_PLAIN)
     except TypeError:

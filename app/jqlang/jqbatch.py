@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jq
 
@@ -83,8 +83,16 @@ PRELUDE = (
 _NOT_DEFINED = re.compile(r"(\$?[A-Za-z_][A-Za-z0-9_:]*(?:/\d+)?) is not defined")
 
 # Functions that libjq has and gojq (the upstream engine) does not: a compile error upstream.
-GOJQ_UNDEFINED = {"keys_unsorted/0", "input_line_number/0", "get_search_list/0", "$__loc__",
-                  "get_prog_origin/0", "get_jq_origin/0", "have_decnum/0", "have_literal_numbers/0"}
+GOJQ_UNDEFINED = {
+    "keys_unsorted/0",
+    "input_line_number/0",
+    "get_search_list/0",
+    "$__loc__",
+    "get_prog_origin/0",
+    "get_jq_origin/0",
+    "have_decnum/0",
+    "have_literal_numbers/0",
+}
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs twice as much, and there is one per expression
@@ -163,8 +171,9 @@ class Batch:
         # index -> compile error text (reference wording); those elements become constants
         self.compile_errors: dict[int, str] = dict(forced_errors or {})
         self._fast, self._capped = self._compile()
-        self.native: list[Program | None] = [None if i in self.compile_errors else compile_expression(t)
-                                             for i, t in enumerate(self.texts)]
+        self.native: list[Program | None] = [
+            None if i in self.compile_errors else compile_expression(t) for i, t in enumerate(self.texts)
+        ]
 
     def _sources(self) -> tuple[str, str]:
         fast, capped = [], []
@@ -182,7 +191,7 @@ class Batch:
         if not self.texts:
             return None, None
         try:
-            return tuple(jq.compile(src) for src in self._sources())  # type: ignore[return-value]
+            return tuple(jq.compile(src) for src in self._sources())
         except ValueError:
             pass
         # Find the culprits one by one; the rest still share one program.
@@ -193,7 +202,7 @@ class Batch:
                 jq.compile(PRELUDE + _wrap(t))
             except ValueError as e:
                 self.compile_errors[i] = compile_error_text(str(e))
-        return tuple(jq.compile(src) for src in self._sources())  # type: ignore[return-value]
+        return tuple(jq.compile(src) for src in self._sources())
 
     def _result(self, i: int, values: list[Any] | None, error: Any = None) -> Result:
         t = self.texts[i]
@@ -202,8 +211,9 @@ class Batch:
         if error is not None:
             return Result(None, f"JQ execution error for expression '{t}': {_error_text(error.get('__e'))}")
         if values is not None and len(values) >= MAX_RESULTS:
-            return Result(None, f"JQ execution error for expression '{t}': "
-                                f"query results exceed the allowed number {MAX_RESULTS}")
+            return Result(
+                None, f"JQ execution error for expression '{t}': query results exceed the allowed number {MAX_RESULTS}"
+            )
         return Result(values)
 
     def run(self, text: str | Input, progress: Callable[[int], None] | None = None) -> list[Result]:
@@ -211,7 +221,9 @@ class Batch:
         called before expression i starts (i == len(texts) when done)."""
         return self.run_many([text], progress)[0] if self.texts else []
 
-    def run_many(self, inputs: list[str] | list[Input], progress: Callable[[int], None] | None = None) -> list[list[Result]]:
+    def run_many(
+        self, inputs: Sequence[str | Input], progress: Callable[[int], None] | None = None
+    ) -> list[list[Result]]:
         """Evaluate every expression over each input: natively where it can, the rest in one
         libjq call."""
         n = len(self.texts)
@@ -250,11 +262,11 @@ class Batch:
                 pending.append(d)
             rows.append(row)
         if pending:
-            for d, jq_row in zip(pending, self._run_jq([inputs[d].text() for d in pending], progress)):
+            for d, jq_row in zip(pending, self._run_jq([inputs[d].text() for d in pending], progress), strict=True):
                 rows[d] = [r if r is not None else jq_row[i] for i, r in enumerate(rows[d])]
         elif progress is not None:
             progress(n)
-        return rows  # type: ignore[return-value]
+        return cast(list[list[Result]], rows)  # every None was filled from libjq's row
 
     def _run_fast(self, texts: list[str], progress: Callable[[int], None] | None) -> list[list[Result]] | None:
         n = len(self.texts)

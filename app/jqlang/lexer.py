@@ -29,13 +29,31 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["tokenize", "KEYWORDS", "decode_string"]
+__all__ = ["KEYWORDS", "decode_string", "tokenize"]
 
 KEYWORDS = frozenset(
     {
-        "or", "and", "module", "import", "include", "def", "as", "label", "break",
-        "null", "true", "false", "if", "then", "elif", "else", "end", "try", "catch",
-        "reduce", "foreach",
+        "or",
+        "and",
+        "module",
+        "import",
+        "include",
+        "def",
+        "as",
+        "label",
+        "break",
+        "null",
+        "true",
+        "false",
+        "if",
+        "then",
+        "elif",
+        "else",
+        "end",
+        "try",
+        "catch",
+        "reduce",
+        "foreach",
     }
 )
 
@@ -44,6 +62,15 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENT_TAIL = re.compile(r"[A-Za-z0-9_]*")
 _PLAIN = re.compile(r'[^"\\]*')
 _HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+
+
+def _end(pattern: re.Pattern[str], src: str, pos: int) -> int:
+    """Where ``pattern`` matched at ``pos`` ends: it matches the empty string, or the caller
+    has seen its first character there."""
+    m = pattern.match(src, pos)
+    assert m is not None
+    return m.end()
+
 
 _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _DIGITS = frozenset("0123456789")
@@ -141,9 +168,8 @@ def _scan_string_body(src: str, n: int, p: int) -> tuple[str, int, int]:
     (escape ``src[pos:extra]`` is invalid) or ``'unterm'``.
     """
     j = p
-    plain = _PLAIN
     while True:
-        j = plain.match(src, j).end()
+        j = _end(_PLAIN, src, j)
         if j >= n:
             return "unterm", n, n
         if src[j] == '"':
@@ -179,7 +205,6 @@ def tokenize(src: str) -> list[tuple]:
     stack: list[int] = []  # paren depth inside each open interpolation
     in_string = False
     skip = _SKIP.match
-    ident = _IDENT.match
     keywords = KEYWORDS
     while True:
         if in_string:
@@ -219,9 +244,9 @@ def tokenize(src: str) -> list[tuple]:
         c = src[i]
 
         if c in _IDENT_START:
-            j = ident(src, i).end()
+            j = _end(_IDENT, src, i)
             if src.startswith("::", j) and j + 2 < n and src[j + 2] in _IDENT_START:
-                j = ident(src, j + 2).end()
+                j = _end(_IDENT, src, j + 2)
                 last = src[i:j]
                 append(("MODIDENT", last, i, j))
             else:
@@ -248,7 +273,7 @@ def tokenize(src: str) -> list[tuple]:
                 append(("..", None, i, i + 2))
                 i += 2
             elif c2 and c2 in _IDENT_START:
-                j = _IDENT_TAIL.match(src, i + 2).end()
+                j = _end(_IDENT_TAIL, src, i + 2)
                 last = src[i:j]
                 append(("INDEX", src[i + 1 : j], i, j))
                 i = j
@@ -285,9 +310,9 @@ def tokenize(src: str) -> list[tuple]:
 
         if c == "$":
             if c2 and c2 in _IDENT_START:
-                j = ident(src, i + 1).end()
+                j = _end(_IDENT, src, i + 1)
                 if src.startswith("::", j) and j + 2 < n and src[j + 2] in _IDENT_START:
-                    j = ident(src, j + 2).end()
+                    j = _end(_IDENT, src, j + 2)
                     last = src[i:j]
                     append(("MODVAR", last, i, j))
                 else:
@@ -357,7 +382,7 @@ def tokenize(src: str) -> list[tuple]:
             continue
         elif c == "@":
             if c2 and c2 in _IDENT_CHARS:
-                j = _IDENT_TAIL.match(src, i + 1).end()
+                j = _end(_IDENT_TAIL, src, i + 1)
                 last = src[i:j]
                 append(("FORMAT", last, i, j))
                 i = j
@@ -365,13 +390,12 @@ def tokenize(src: str) -> list[tuple]:
         elif c == "(":
             if stack:
                 stack[-1] += 1
-        elif c == ")":
-            if stack:
-                if stack[-1] == 0:
-                    stack.pop()
-                    in_string = True
-                else:
-                    stack[-1] -= 1
+        elif c == ")" and stack:
+            if stack[-1] == 0:
+                stack.pop()
+                in_string = True
+            else:
+                stack[-1] -= 1
         # Any other character is a token of its own.  gojq keeps ``l.token``
         # stale for ASCII characters but sets it to the rune otherwise.
         if c >= "\x80":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .nodes import Node, walk
 from .parser import gojq_json_string
 
-__all__ = ["gojq_compat_warnings", "REGEX_FUNCTIONS"]
+__all__ = ["REGEX_FUNCTIONS", "gojq_compat_warnings"]
 
 # name -> accepted arities whose first argument is a regular expression
 REGEX_FUNCTIONS: dict[str, frozenset[int]] = {
@@ -47,10 +47,7 @@ _CALL_WARNINGS: dict[tuple[str, int], str] = {
 }
 
 _VAR_WARNINGS: dict[str, str] = {
-    "$__loc__": (
-        "'$__loc__' is not supported by gojq 0.12 (the upstream engine); the query fails to "
-        "compile there"
-    ),
+    "$__loc__": ("'$__loc__' is not supported by gojq 0.12 (the upstream engine); the query fails to compile there"),
     "$ENV": (
         "'$ENV' is empty in the upstream engine (gojq library mode) and is shadowed here; "
         "do not depend on environment variables"

@@ -53,6 +53,7 @@ class Unsupported(Exception):
 
 # -- values ----------------------------------------------------------------------------------
 
+
 def _truthy(v: Any) -> bool:
     return v is not None and v is not False
 
@@ -217,8 +218,14 @@ def _arith(op: str, a: Any, b: Any) -> Any:
     raise Unsupported(op)
 
 
-_COMPARE = {"==": lambda c: c == 0, "!=": lambda c: c != 0, "<": lambda c: c < 0, "<=": lambda c: c <= 0,
-            ">": lambda c: c > 0, ">=": lambda c: c >= 0}
+_COMPARE = {
+    "==": lambda c: c == 0,
+    "!=": lambda c: c != 0,
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+}
 
 
 def _index(t: Any, k: Any) -> Any:
@@ -243,10 +250,11 @@ def _slice(t: Any, lo: Any, hi: Any) -> Any:
         return None
     if not isinstance(t, (list, str)) or not all(x is None or (_num(x) and float(x).is_integer()) for x in (lo, hi)):
         raise Fallback
-    return t[None if lo is None else int(lo):None if hi is None else int(hi)]
+    return t[None if lo is None else int(lo) : None if hi is None else int(hi)]
 
 
 # -- compiling -------------------------------------------------------------------------------
+
 
 def path_chain(n: Node) -> tuple[Node, list[Any]]:
     """The base and constant keys of a path `.a.b["c"][0]` (keys outermost last)."""
@@ -329,7 +337,6 @@ def literal_value(n: Node) -> Any:
     return {"null": None, "true": True, "false": False}.get(n.kind) if n.kind != "string" else n.value
 
 
-
 def _one(n: Node) -> One | None:
     """The exactly-one-output form of a node (no lists built), or None when it may output zero
     or several values.  Most of a definition is made of these: paths, comparisons, `//`."""
@@ -370,6 +377,7 @@ def _one(n: Node) -> One | None:
         if op == "|":
             return lambda v, env: right(left(v, env), env)
         if op == "//":
+
             def alt(v: Any, env: Env) -> Any:
                 x = left(v, env)
                 return x if x is not None and x is not False else right(v, env)
@@ -394,6 +402,7 @@ def _one(n: Node) -> One | None:
             test = _COMPARE[op]
             return lambda v, env: test(_cmp(left(v, env), right(v, env)))
         if op in ("+", "-", "*", "/", "%"):
+
             def arith(v: Any, env: Env) -> Any:
                 b = right(v, env)
                 return output_value(_arith(op, left(v, env), b))
@@ -551,6 +560,7 @@ def _optional_access(n: Node) -> Fn:
     INDEX_OPT / EACH_OPT); an error in `x` or `k` is still an error."""
     target = compile_node(n.children[0])
     if n.kind == "iterate":
+
         def each(v: Any, env: Env) -> list[Any]:
             out: list[Any] = []
             for t in target(v, env):
@@ -600,11 +610,52 @@ def _try(node: Node) -> Fn:
 
 
 # kinds whose output count is at most one when their parts' are (structurally)
-_ONE = {"identity", "null", "true", "false", "number", "string", "var", "array", "object", "interp", "paren",
-        "field", "index", "slice", "unary", "optional", "try", "if"}
-_ONE_CALLS = {"IN", "test", "gsub", "select", "map", "any", "all", "first", "has", "contains", "startswith", "endswith", "ltrimstr",
-              "rtrimstr", "split", "join", "error", "sort_by", "min_by", "max_by", "unique_by", "group_by",
-              "with_entries", "limit"}
+_ONE = {
+    "identity",
+    "null",
+    "true",
+    "false",
+    "number",
+    "string",
+    "var",
+    "array",
+    "object",
+    "interp",
+    "paren",
+    "field",
+    "index",
+    "slice",
+    "unary",
+    "optional",
+    "try",
+    "if",
+}
+_ONE_CALLS = {
+    "IN",
+    "test",
+    "gsub",
+    "select",
+    "map",
+    "any",
+    "all",
+    "first",
+    "has",
+    "contains",
+    "startswith",
+    "endswith",
+    "ltrimstr",
+    "rtrimstr",
+    "split",
+    "join",
+    "error",
+    "sort_by",
+    "min_by",
+    "max_by",
+    "unique_by",
+    "group_by",
+    "with_entries",
+    "limit",
+}
 
 
 def _at_most_one(n: Node) -> bool:
@@ -635,7 +686,7 @@ def _object(n: Node) -> Fn:
                 raise Unsupported("variable key")
             name = key.value
             kconst, kfn = name[1:], None
-            entries.append((kconst, None, (lambda nm: (lambda v, env: [env[nm]] if nm in env else _fallback()))(name)))
+            entries.append((kconst, None, (lambda nm: lambda v, env: [env[nm]] if nm in env else _fallback())(name)))
             continue
         elif key.kind in ("paren", "interp"):
             kconst, kfn = None, compile_part(key)
@@ -672,6 +723,7 @@ def _binop(n: Node) -> Fn:
     if op == ",":
         return lambda v, env: left(v, env) + right(v, env)
     if op == "//":  # errors on the left are errors (libjq and gojq alike), not "no value"
+
         def alt(v: Any, env: Env) -> list[Any]:
             got = [x for x in left(v, env) if _truthy(x)]
             return got if got else right(v, env)
@@ -744,6 +796,7 @@ def _reduce(n: Node) -> Fn:
 
 
 # -- builtins --------------------------------------------------------------------------------
+
 
 def _entries(v: Any) -> list[Any]:
     if type(v) is dict:
@@ -960,13 +1013,13 @@ def _call(n: Node) -> Fn:
 
             return quantifier
         if name == "first":
+
             def first(v: Any, env: Env) -> list[Any]:
                 out = a(v, env)
                 return out[:1]
 
             return first
-        if name in ("has", "contains", "startswith", "endswith", "ltrimstr", "rtrimstr", "split", "join",
-                    "error"):
+        if name in ("has", "contains", "startswith", "endswith", "ltrimstr", "rtrimstr", "split", "join", "error"):
             return _unary_arg(name, a)
         if name in ("sort_by", "min_by", "max_by", "unique_by", "group_by"):
             return _by(name, a)
@@ -983,7 +1036,7 @@ def _call(n: Node) -> Fn:
                 m = _single(cnt, v, env)
                 if not _num(m) or m < 0:
                     raise Fallback
-                return body(v, env)[:int(m)] if m > 0 else []
+                return body(v, env)[: int(m)] if m > 0 else []
 
             return limit
         if name == "IN":  # def IN(src; s): any(src == s; .)
@@ -1040,9 +1093,9 @@ def _apply(name: str, v: Any, x: Any) -> Any:
     if name == "endswith":
         return v.endswith(x)
     if name == "ltrimstr":
-        return v[len(x):] if x and v.startswith(x) else v
+        return v[len(x) :] if x and v.startswith(x) else v
     if name == "rtrimstr":
-        return v[:-len(x)] if x and v.endswith(x) else v
+        return v[: -len(x)] if x and v.endswith(x) else v
     if name == "split":
         if not x:
             raise Fallback
@@ -1078,6 +1131,7 @@ def _by(name: str, f: Fn) -> Fn:
 
 # -- the program -----------------------------------------------------------------------------
 
+
 class Program:
     """One compiled expression: `run(value)` gives its outputs, or raises Fallback."""
 
@@ -1107,6 +1161,15 @@ def why_not(text: str) -> str | None:
 
 
 # What generated code (codegen.py) calls, by the names it is generated with.
-RUNTIME: dict[str, Any] = {"_index": _index, "_iterate": _iterate, "_walk": _walk, "_cmp": _cmp, "_arith": _arith,
-                           "_out": output_value, "_num": _num, "_raise": _raise, "_fallback": _fallback,
-                           "_bounded": _bounded}
+RUNTIME: dict[str, Any] = {
+    "_index": _index,
+    "_iterate": _iterate,
+    "_walk": _walk,
+    "_cmp": _cmp,
+    "_arith": _arith,
+    "_out": output_value,
+    "_num": _num,
+    "_raise": _raise,
+    "_fallback": _fallback,
+    "_bounded": _bounded,
+}

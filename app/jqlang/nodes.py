@@ -58,10 +58,11 @@ or keyword), ``var`` (``{$x}``), ``string``/``interp`` or ``paren``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
-__all__ = ["Node", "walk", "dump", "PATTERN_KINDS"]
+__all__ = ["PATTERN_KINDS", "Node", "dump", "walk"]
 
 PATTERN_KINDS = frozenset({"pvar", "parray", "pobject", "pentry"})
 
@@ -75,7 +76,7 @@ class Node:
     start: int = field(default=0, compare=False)
     end: int = field(default=0, compare=False)
 
-    def subnodes(self) -> Iterator["Node"]:
+    def subnodes(self) -> Iterator[Node]:
         """Non-``None`` children in source order."""
         for c in self.children:
             if c is not None:

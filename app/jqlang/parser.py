@@ -40,7 +40,7 @@ from .errors import JqParseError
 from .lexer import KEYWORDS, tokenize
 from .nodes import Node
 
-__all__ = ["parse", "JqParseError", "gojq_json_string"]
+__all__ = ["JqParseError", "gojq_json_string", "parse"]
 
 _RIGHT, _LEFT, _NONASSOC = 0, 1, 2
 _UPDATE_PREC = 4
@@ -88,7 +88,7 @@ def gojq_json_string(s: str) -> str:
             elif ch == "\t":
                 out.append("\\t")
             else:
-                out.append("\\u%04x" % ord(ch))
+                out.append(f"\\u{ord(ch):04x}")
         elif "\ud800" <= ch <= "\udfff":
             out.append("\\ufffd")
         else:
@@ -123,7 +123,7 @@ def _make_error(src: str, tok: tuple) -> JqParseError:
 
 
 class _Parser:
-    __slots__ = ("src", "toks", "i")
+    __slots__ = ("i", "src", "toks")
 
     def __init__(self, src: str) -> None:
         self.src = src
@@ -148,6 +148,7 @@ class _Parser:
     def program(self) -> Node:
         toks = self.toks
         wrappers: list[tuple] = []  # (kind, value, meta, names, start)
+        meta: Node | None
         tok = toks[self.i]
         if tok[0] == "module":
             self.i += 1
@@ -330,7 +331,7 @@ class _Parser:
     def if_(self) -> Node:
         toks = self.toks
         start = self._expect("if")[2]
-        parts = [self.pipe()]
+        parts: list[Node | None] = [self.pipe()]  # cond, then, ..., else (None: none)
         self._expect("then")
         parts.append(self.pipe())
         while True:

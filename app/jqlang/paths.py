@@ -16,6 +16,8 @@ truthiness and errors are the same as on the full input.
 
 from __future__ import annotations
 
+from typing import Any, overload
+
 from .nodes import Node
 
 Path = tuple  # of str (object key) | None (every element / value)
@@ -28,6 +30,11 @@ class _Whole(Exception):
 
 # -- needs trees ---------------------------------------------------------------------------
 
+
+@overload
+def merge(a: Tree | bool, b: Tree | bool | None) -> Tree | bool: ...
+@overload
+def merge(a: Tree | bool | None, b: Tree | bool | None) -> Tree | bool | None: ...
 def merge(a: Tree | bool | None, b: Tree | bool | None) -> Tree | bool | None:
     if a is None:
         return b
@@ -35,6 +42,7 @@ def merge(a: Tree | bool | None, b: Tree | bool | None) -> Tree | bool | None:
         return a
     if a is True or b is True:
         return True
+    assert isinstance(a, dict) and isinstance(b, dict), "a tree is a dict or True"
     out = dict(a)
     for k, v in b.items():
         out[k] = merge(out.get(k), v)
@@ -51,7 +59,7 @@ def _at(path: Path, leaf: Tree | bool) -> Tree | bool:
 class _Flow:
     """Values flowing out of an expression: input paths, and whether derived values flow too."""
 
-    __slots__ = ("paths", "derived")
+    __slots__ = ("derived", "paths")
 
     def __init__(self, paths: frozenset = frozenset(), derived: bool = False):
         self.paths, self.derived = paths, derived
@@ -67,8 +75,23 @@ DERIVED = _Flow(frozenset(), True)
 EMPTY = _Flow()
 
 # Builtins that read nothing of their input (zero arity).
-_NO_INPUT0 = {"empty", "now", "env", "builtins", "input_filename", "true", "false", "null", "nan", "infinite",
-              "halt", "input_line_number", "get_search_list", "get_prog_origin", "get_jq_origin"}
+_NO_INPUT0 = {
+    "empty",
+    "now",
+    "env",
+    "builtins",
+    "input_filename",
+    "true",
+    "false",
+    "null",
+    "nan",
+    "infinite",
+    "halt",
+    "input_line_number",
+    "get_search_list",
+    "get_prog_origin",
+    "get_jq_origin",
+}
 # f's outputs pass through (first/last/limit/...); the other arguments are consumed.
 _PASS_LAST = {"first/1", "last/1", "limit/2", "nth/2", "skip/2"}
 
@@ -142,7 +165,7 @@ class _Analysis:
             self.consume(left)
             self.consume(right)
             return DERIVED
-        if k in ("array", "unary", "interp", "label") or k == "format" and ch:
+        if k in ("array", "unary", "interp", "label") or (k == "format" and ch):
             out = EMPTY
             for c in n.subnodes():
                 out = out | self.flow(c, base)
@@ -295,11 +318,12 @@ def needs(ast: Node, shape: Tree | bool = True) -> Tree | bool:
 
 # -- projection ----------------------------------------------------------------------------
 
-def project(value: object, tree: Tree | bool) -> object:
+
+def project(value: Any, tree: Tree | bool) -> Any:
     """Keep only what the tree reaches.  Scalars are kept as they are, arrays keep every
     element, iterated objects keep every key: output counts, truthiness and errors are those
     of the full input."""
-    if tree is True:
+    if type(tree) is not dict:  # True: all of it
         return value
     t = type(value)
     if t is dict:
@@ -308,8 +332,7 @@ def project(value: object, tree: Tree | bool) -> object:
             return {k: project(value[k], sub) for k, sub in tree.items() if k in value}
         if len(tree) == 1:
             return {k: project(v, every) for k, v in value.items()}
-        return {k: project(v, merge(tree[k], every) if k in tree else every)  # type: ignore[arg-type]
-                for k, v in value.items()}
+        return {k: project(v, merge(tree[k], every) if k in tree else every) for k, v in value.items()}
     if t is list:
         every = tree.get(None)
         if every is None or any(k is not None for k in tree):

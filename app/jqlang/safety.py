@@ -10,10 +10,10 @@ from __future__ import annotations
 from .nodes import PATTERN_KINDS, Node
 
 __all__ = [
-    "blacklist_violations",
     "EXCESSIVE_OUTPUT_FUNCTIONS",
     "MODIFYING_OPERATORS",
     "STRICT_WRAPPER_FUNCTIONS",
+    "blacklist_violations",
 ]
 
 EXCESSIVE_OUTPUT_FUNCTIONS = frozenset({"range", "paths", "recurse", "walk", "repeat"})

@@ -25,7 +25,8 @@ class ConversionError(ValueError):
 
 def _shortest_digits(f: float) -> tuple[str, int]:
     """Shortest round-trip digits and decimal-point position (as Go's strconv computes)."""
-    sign, digits, exp = Decimal(repr(abs(f))).normalize().as_tuple()
+    _, digits, exp = Decimal(repr(abs(f))).normalize().as_tuple()
+    assert isinstance(exp, int), "finite numbers only (JSON has no NaN or infinity)"
     ds = "".join(map(str, digits)) or "0"
     return ds, len(ds) + exp  # dp: position of the decimal point
 
@@ -135,7 +136,7 @@ def go_v(v: Any) -> str:
         f = float(v)
         if f == 0:
             return "0"
-        ds, dp = _shortest_digits(f)
+        _, dp = _shortest_digits(f)
         exp = dp - 1
         if exp < -4 or exp >= 6:  # %v is %g with shortest digits: %e when exp < -4 or >= 6
             return _fmt_e(f)
@@ -176,11 +177,15 @@ def to_int32(v: Any, index: int) -> int | None:
             raise ConversionError(f'replicas value "{v}" at index {index} is not a number')
         return n
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConversionError(f"failed to convert object at index {index} to type int32: json: cannot unmarshal "
-                              f"{go_json_type(v)} into Go value of type int32")
-    if isinstance(v, float) and not v.is_integer() or not INT32_MIN <= v <= INT32_MAX:
-        raise ConversionError(f"failed to convert object at index {index} to type int32: json: cannot unmarshal "
-                              f"number {gojq_number(v)} into Go value of type int32")
+        raise ConversionError(
+            f"failed to convert object at index {index} to type int32: json: cannot unmarshal "
+            f"{go_json_type(v)} into Go value of type int32"
+        )
+    if (isinstance(v, float) and not v.is_integer()) or not INT32_MIN <= v <= INT32_MAX:
+        raise ConversionError(
+            f"failed to convert object at index {index} to type int32: json: cannot unmarshal "
+            f"number {gojq_number(v)} into Go value of type int32"
+        )
     return int(v)
 
 

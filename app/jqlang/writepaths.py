@@ -37,11 +37,42 @@ BUDGET = 100_000  # values the walk may produce in all before it gives up
 # What a condition (`select`, `if`) in a write path may use: navigation, comparison, logic and a
 # few bounded builtins.  Nothing that builds values (`+`, `reduce`, object construction) or
 # runs a regular expression: these run in the service process, for any definition.
-_CONDITION_KINDS = {"identity", "field", "index", "iterate", "optional", "paren", "null", "true", "false",
-                    "number", "string", "if", "call", "binop"}
+_CONDITION_KINDS = {
+    "identity",
+    "field",
+    "index",
+    "iterate",
+    "optional",
+    "paren",
+    "null",
+    "true",
+    "false",
+    "number",
+    "string",
+    "if",
+    "call",
+    "binop",
+}
 _CONDITION_OPS = {"|", ",", "//", "==", "!=", "<", "<=", ">", ">=", "and", "or"}
-_CONDITION_CALLS = {"not/0", "length/0", "type/0", "has/1", "startswith/1", "endswith/1", "select/1", "empty/0",
-                    "any/0", "all/0", "any/1", "all/1", "any/2", "all/2", "first/1", "IN/1", "IN/2"}
+_CONDITION_CALLS = {
+    "not/0",
+    "length/0",
+    "type/0",
+    "has/1",
+    "startswith/1",
+    "endswith/1",
+    "select/1",
+    "empty/0",
+    "any/0",
+    "all/0",
+    "any/1",
+    "all/1",
+    "any/2",
+    "all/2",
+    "first/1",
+    "IN/1",
+    "IN/2",
+}
 
 
 class PathNotWritable(Exception):
@@ -65,7 +96,7 @@ class _Walk:
         return PathNotWritable(self.text, why)
 
     def src(self, n: Node) -> str:
-        return self.text[n.start:n.end]
+        return self.text[n.start : n.end]
 
     def emit(self, out: list[tuple[Location | None, Any]]) -> list[tuple[Location | None, Any]]:
         self.left -= len(out)
@@ -77,8 +108,11 @@ class _Walk:
         """The outputs of a non-path sub-expression (a condition, a literal) on `v`."""
         for sub in walk(n):
             what = f"{sub.value}/{len(sub.children)}" if sub.kind == "call" else sub.value
-            if sub.kind not in _CONDITION_KINDS or sub.kind == "call" and what not in _CONDITION_CALLS \
-                    or sub.kind == "binop" and sub.value not in _CONDITION_OPS:
+            if (
+                sub.kind not in _CONDITION_KINDS
+                or (sub.kind == "call" and what not in _CONDITION_CALLS)
+                or (sub.kind == "binop" and sub.value not in _CONDITION_OPS)
+            ):
                 shown = sub.value if sub.kind in ("call", "binop") else sub.kind
                 raise self.refuse(f"`{shown}` is not evaluated in write paths (`{self.src(sub)}`)")
         prog = _program(self.src(n))
@@ -161,8 +195,20 @@ class _Walk:
                 return []
         if k in ("array", "object") and not ch:  # the `[]` / `{}` of a fallback: `(.xs // [])[]`
             return [(None, [] if k == "array" else {})]
-        if k in ("null", "true", "false", "number", "string", "array", "object", "binop", "unary", "interp",
-                 "call", "format"):
+        if k in (
+            "null",
+            "true",
+            "false",
+            "number",
+            "string",
+            "array",
+            "object",
+            "binop",
+            "unary",
+            "interp",
+            "call",
+            "format",
+        ):
             return [(None, x) for x in self.values(n, v)]  # computed: fine if nothing is addressed through it
         raise self.refuse(f"`{self.src(n)}` ({k}) is not a path")
 

@@ -36,13 +36,16 @@ def origin_of(name: str) -> str:
     return f"karta:{name}"
 
 
+def _object(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """The object at ``key``; an empty one for anything else."""
+    v = obj.get(key)
+    return v if isinstance(v, dict) else {}
+
+
 def root_gvk(obj: dict[str, Any]) -> GVK | None:
     """The root group/version/kind a Karta object names, read from the raw spec (an invalid
     Karta still names one)."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    sd = spec.get("structureDefinition") if isinstance(spec.get("structureDefinition"), dict) else {}
-    root = sd.get("rootComponent") if isinstance(sd.get("rootComponent"), dict) else {}
-    gvk = root.get("kind") if isinstance(root.get("kind"), dict) else {}
+    gvk = _object(_object(_object(_object(obj, "spec"), "structureDefinition"), "rootComponent"), "kind")
     g, v, k = (gvk.get(f) for f in ("group", "version", "kind"))
     if not isinstance(g, (str, type(None))) or not isinstance(v, str) or not isinstance(k, str) or not v or not k:
         return None
@@ -58,7 +61,7 @@ def labels(obj: dict[str, Any]) -> dict[str, str]:
     gvk = root_gvk(obj)
     if gvk is None:
         return {}
-    out = dict(zip((LABEL_GROUP, LABEL_VERSION, LABEL_KIND), gvk))
+    out = dict(zip((LABEL_GROUP, LABEL_VERSION, LABEL_KIND), gvk, strict=True))
     return {k: v for k, v in out.items() if not label_value_problems(v)}
 
 
@@ -74,8 +77,12 @@ def claims(objects: dict[str, dict[str, Any]]) -> dict[GVK, list[str]]:
 
 def _cond(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]:
     # never an empty message: a JSON merge patch turns "" into null, which a typed status schema refuses
-    return {"type": type_, "status": "True" if ok else "False", "reason": reason,
-            "message": message[:MAX_MESSAGE] or reason}
+    return {
+        "type": type_,
+        "status": "True" if ok else "False",
+        "reason": reason,
+        "message": message[:MAX_MESSAGE] or reason,
+    }
 
 
 def used_for(registry: Registry, gvk: GVK) -> tuple[Definition | None, str]:
@@ -84,19 +91,29 @@ def used_for(registry: Registry, gvk: GVK) -> tuple[Definition | None, str]:
         d = registry.resolve(gvk)
     except AmbiguousDefinition as e:
         names = ", ".join(f'"{n}"' for n in e.names)
-        return None, (f"the service uses none of them: {names} are valid definitions of the same source, which "
-                      "is ambiguous, so requests for this kind fail until all but one are removed or changed")
+        return None, (
+            f"the service uses none of them: {names} are valid definitions of the same source, which "
+            "is ambiguous, so requests for this kind fail until all but one are removed or changed"
+        )
     if d is None:
         return None, "the service uses none of them: none is valid"
     if d.source == "cluster":
         return d, f'the service uses Karta "{d.name}", the only valid one'
-    return d, (f'the service uses definition "{d.name}" from {d.source} {d.origin}, which takes precedence over '
-               "Karta resources")
+    return d, (
+        f'the service uses definition "{d.name}" from {d.source} {d.origin}, which takes precedence over '
+        "Karta resources"
+    )
 
 
-def conditions(name: str, obj: dict[str, Any], definition: Definition | None, unreadable: str | None,
-               served: Callable[[GVK], bool | None], registry: Registry,
-               claimed: dict[GVK, list[str]]) -> list[dict[str, str]]:
+def conditions(
+    name: str,
+    obj: dict[str, Any],
+    definition: Definition | None,
+    unreadable: str | None,
+    served: Callable[[GVK], bool | None],
+    registry: Registry,
+    claimed: dict[GVK, list[str]],
+) -> list[dict[str, str]]:
     """The four conditions of one Karta (without times and generation).  `served(gvk)`: whether
     discovery serves that kind."""
     gvk = root_gvk(obj)
@@ -104,35 +121,55 @@ def conditions(name: str, obj: dict[str, Any], definition: Definition | None, un
     if unreadable is not None:
         findings.append(unreadable)
     valid = not findings
-    validated = _cond("Validated", valid, "ValidationSucceeded" if valid else "ValidationFailed",
-                      "the definition passes validation" if valid else "\n".join(findings) or "Karta validation failed")
+    validated = _cond(
+        "Validated",
+        valid,
+        "ValidationSucceeded" if valid else "ValidationFailed",
+        "the definition passes validation" if valid else "\n".join(findings) or "Karta validation failed",
+    )
 
     crd_ok = bool(gvk and served(gvk))
     if gvk is None:
         crd = _cond("CRDExists", False, "CRDNotFound", "the root component names no full group, version and kind")
     else:
-        crd = _cond("CRDExists", crd_ok, "CRDFound" if crd_ok else "CRDNotFound",
-                    f"the API server serves {show(gvk)}" if crd_ok else
-                    f"CRD for {gvk[0]}/{gvk[2]} not found or does not serve version {gvk[1]}")
+        crd = _cond(
+            "CRDExists",
+            crd_ok,
+            "CRDFound" if crd_ok else "CRDNotFound",
+            f"the API server serves {show(gvk)}"
+            if crd_ok
+            else f"CRD for {gvk[0]}/{gvk[2]} not found or does not serve version {gvk[1]}",
+        )
 
     others = [n for n in claimed.get(gvk, []) if n != name] if gvk else []
     used, why = used_for(registry, gvk) if gvk else (None, "")
-    if others:
+    if others and gvk:
         names = ", ".join(f'"{n}"' for n in others)
-        conflict = _cond("Conflict", True, "DuplicateKind",
-                         f"Karta {names} also names {show(gvk)}; {why}")  # type: ignore[arg-type]
+        conflict = _cond("Conflict", True, "DuplicateKind", f"Karta {names} also names {show(gvk)}; {why}")
     else:
-        conflict = _cond("Conflict", False, "NoConflict", f"no other Karta names {show(gvk)}" if gvk else
-                         "no root group, version and kind to compare")
+        conflict = _cond(
+            "Conflict",
+            False,
+            "NoConflict",
+            f"no other Karta names {show(gvk)}" if gvk else "no root group, version and kind to compare",
+        )
 
-    in_force = used is not None and definition is not None and used.origin == origin_of(name) \
+    in_force = (
+        used is not None
+        and definition is not None
+        and used.origin == origin_of(name)
         and used.digest == definition.digest
-    if valid and crd_ok and in_force:
-        ready = _cond("Ready", True, "Ready", f"in force for {show(gvk)}")  # type: ignore[arg-type]
+    )
+    if valid and crd_ok and in_force and gvk:  # (in force: the registry uses it for its gvk)
+        ready = _cond("Ready", True, "Ready", f"in force for {show(gvk)}")
     elif not valid or not crd_ok:
         kept = used is not None and used.origin == origin_of(name)
-        ready = _cond("Ready", False, "NotReady",
-                      NOT_READY + ("; the last valid version of this Karta stays in service" if kept else ""))
+        ready = _cond(
+            "Ready",
+            False,
+            "NotReady",
+            NOT_READY + ("; the last valid version of this Karta stays in service" if kept else ""),
+        )
     else:
         ready = _cond("Ready", False, "NotReady", f"valid and served, but not in force: {why}")
     return [validated, crd, ready, conflict]
@@ -164,6 +201,11 @@ def merged(old: list[Any], new: list[dict[str, str]], generation: int | None, no
     for c in new:
         prev = before.get(c["type"]) or {}
         since = prev.get("lastTransitionTime") if prev.get("status") == c["status"] else None
-        out.append({**c, "lastTransitionTime": since or now,
-                    **({"observedGeneration": generation} if generation is not None else {})})
+        out.append(
+            {
+                **c,
+                "lastTransitionTime": since or now,
+                **({"observedGeneration": generation} if generation is not None else {}),
+            }
+        )
     return out + [c for c in old if isinstance(c, dict) and c.get("type") not in TYPES]

@@ -39,8 +39,11 @@ def _component(c: ComponentDefinition, go: str, js: str) -> list[Expr]:
         if frag is not None:
             for attr, go_name, _ in FRAGMENT_FIELDS:
                 js_name = go_name[0].lower() + go_name[1:]
-                add(f"SpecDefinition.FragmentedPodSpecDefinition.{go_name}",
-                    f"specDefinition.fragmentedPodSpecDefinition.{js_name}", getattr(frag, attr))
+                add(
+                    f"SpecDefinition.FragmentedPodSpecDefinition.{go_name}",
+                    f"specDefinition.fragmentedPodSpecDefinition.{js_name}",
+                    getattr(frag, attr),
+                )
     sc = c.scale_definition
     if sc is not None:
         add("ScaleDefinition.ReplicasPath", "scaleDefinition.replicasPath", sc.replicas_path)
@@ -49,35 +52,58 @@ def _component(c: ComponentDefinition, go: str, js: str) -> list[Expr]:
     st = c.status_definition
     if st is not None:
         if st.phase_definition is not None:
-            add("StatusDefinition.PhaseDefinition.Path", "statusDefinition.phaseDefinition.path", st.phase_definition.path)
+            add(
+                "StatusDefinition.PhaseDefinition.Path",
+                "statusDefinition.phaseDefinition.path",
+                st.phase_definition.path,
+            )
         if st.conditions_definition is not None:
-            add("StatusDefinition.ConditionsDefinition.Path", "statusDefinition.conditionsDefinition.path",
-                st.conditions_definition.path)
+            add(
+                "StatusDefinition.ConditionsDefinition.Path",
+                "statusDefinition.conditionsDefinition.path",
+                st.conditions_definition.path,
+            )
         if st.status_mappings is not None:
             for key, go_name, _ in STATUS_KEYS:
                 for i, m in enumerate(getattr(st.status_mappings, key) or []):
                     if m.by_expression is not None:
-                        add(f"StatusDefinition.StatusMappings.{go_name}[{i}].ByExpression.Expression",
+                        add(
+                            f"StatusDefinition.StatusMappings.{go_name}[{i}].ByExpression.Expression",
                             f"statusDefinition.statusMappings.{key}[{i}].byExpression.expression",
-                            m.by_expression.expression)
+                            m.by_expression.expression,
+                        )
     su = c.suspend_definition
     if su is not None:
-        for go_name, js_name, actions in (("SuspendActions", "suspendActions", su.suspend_actions),
-                                          ("ResumeActions", "resumeActions", su.resume_actions)):
+        for go_name, js_name, actions in (
+            ("SuspendActions", "suspendActions", su.suspend_actions),
+            ("ResumeActions", "resumeActions", su.resume_actions),
+        ):
             for i, a in enumerate(actions or []):
                 add(f"SuspendDefinition.{go_name}[{i}].Path", f"suspendDefinition.{js_name}[{i}].path", a.path)
     add("InstanceIdPath", "instanceIdPath", c.instance_id_path)
     ps = c.pod_selector
     if ps is not None:
         if ps.component_type_selector is not None:
-            add("PodSelector.ComponentTypeSelector.KeyPath", "podSelector.componentTypeSelector.keyPath",
-                ps.component_type_selector.key_path, "pod")
+            add(
+                "PodSelector.ComponentTypeSelector.KeyPath",
+                "podSelector.componentTypeSelector.keyPath",
+                ps.component_type_selector.key_path,
+                "pod",
+            )
         if ps.component_instance_selector is not None:
-            add("PodSelector.ComponentInstanceSelector.IdPath", "podSelector.componentInstanceSelector.idPath",
-                ps.component_instance_selector.id_path, "pod")
+            add(
+                "PodSelector.ComponentInstanceSelector.IdPath",
+                "podSelector.componentInstanceSelector.idPath",
+                ps.component_instance_selector.id_path,
+                "pod",
+            )
         if ps.replica_selector is not None:
-            add("PodSelector.ReplicaSelector.KeyPath", "podSelector.replicaSelector.keyPath",
-                ps.replica_selector.key_path, "pod")
+            add(
+                "PodSelector.ReplicaSelector.KeyPath",
+                "podSelector.replicaSelector.keyPath",
+                ps.replica_selector.key_path,
+                "pod",
+            )
     return out
 
 
@@ -86,11 +112,13 @@ def iter_expressions(k: Karta) -> list[Expr]:
     sd = k.spec.structure_definition if k.spec else None
     if sd is not None:
         if sd.root_component is not None:
-            out += _component(sd.root_component, "Spec.StructureDefinition.RootComponent",
-                              "spec.structureDefinition.rootComponent")
+            out += _component(
+                sd.root_component, "Spec.StructureDefinition.RootComponent", "spec.structureDefinition.rootComponent"
+            )
         for i, c in enumerate(sd.child_components or []):
-            out += _component(c, f"Spec.StructureDefinition.ChildComponents[{i}]",
-                              f"spec.structureDefinition.childComponents[{i}]")
+            out += _component(
+                c, f"Spec.StructureDefinition.ChildComponents[{i}]", f"spec.structureDefinition.childComponents[{i}]"
+            )
     gang = k.gang
     if gang is not None:
         for i, pg in enumerate(gang.pod_groups or []):

@@ -20,4 +20,3 @@ class Finding:
 
 def errors(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.level == "error"]
-

@@ -54,8 +54,12 @@ class Definition:
 
 def digest_of(raw: dict[str, Any]) -> str:
     """sha256 of the canonical definition: name and spec, sorted keys, compact."""
-    canon = {"apiVersion": raw.get("apiVersion"), "kind": raw.get("kind"),
-             "metadata": {"name": (raw.get("metadata") or {}).get("name")}, "spec": raw.get("spec")}
+    canon = {
+        "apiVersion": raw.get("apiVersion"),
+        "kind": raw.get("kind"),
+        "metadata": {"name": (raw.get("metadata") or {}).get("name")},
+        "spec": raw.get("spec"),
+    }
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
@@ -72,13 +76,17 @@ def definition_from_document(doc: Any, source: Source, origin: str) -> Definitio
     if not isinstance(doc, dict):
         raise NotAKarta(f"{origin}: a definition must be a mapping, got {type(doc).__name__}")
     if not is_karta(doc):
-        raise NotAKarta(f"{origin}: not a Karta definition (apiVersion {doc.get('apiVersion')!r}, "
-                        f"kind {doc.get('kind')!r}; expected {API_VERSION!r}, {KIND!r})")
+        raise NotAKarta(
+            f"{origin}: not a Karta definition (apiVersion {doc.get('apiVersion')!r}, "
+            f"kind {doc.get('kind')!r}; expected {API_VERSION!r}, {KIND!r})"
+        )
     try:
         karta = Karta.model_validate(doc)
     except ValidationError as e:
-        findings = [Finding(".".join(str(p) for p in err["loc"]),
-                            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") for err in e.errors()]
+        findings = [
+            Finding(".".join(str(p) for p in err["loc"]), f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}")
+            for err in e.errors()
+        ]
         return Definition(Karta(), doc, source, origin, digest_of(doc), findings)
     findings = schema_findings(karta) + reference_findings(karta) + lint_findings(karta)
     if not karta.name:
@@ -87,13 +95,15 @@ def definition_from_document(doc: Any, source: Source, origin: str) -> Definitio
             meta = dict(doc.get("metadata") or {}, name=name)
             doc = dict(doc, metadata=meta)
             karta = Karta.model_validate(doc)
-            findings.append(Finding("metadata.name", f"metadata.name is missing; using \"{name}\"", "warning"))
+            findings.append(Finding("metadata.name", f'metadata.name is missing; using "{name}"', "warning"))
         else:
             findings.append(Finding("metadata.name", "metadata.name: Required value"))
     return Definition(karta, doc, source, origin, digest_of(doc), findings)
 
 
-def definitions_from_text(text: str | bytes, source: Source, origin: str, *, skip_other_kinds: bool) -> list[Definition]:
+def definitions_from_text(
+    text: str | bytes, source: Source, origin: str, *, skip_other_kinds: bool
+) -> list[Definition]:
     """Every Karta in a YAML/JSON stream. Other kinds are skipped in folders, errors in files."""
     out = []
     for i, doc in enumerate(parse_documents(text)):

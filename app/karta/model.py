@@ -18,9 +18,7 @@ KIND = "Karta"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(
-        extra="allow", populate_by_name=True, alias_generator=to_camel, frozen=True, strict=True
-    )
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel, frozen=True, strict=True)
 
 
 class GVK(_Model):

@@ -16,11 +16,11 @@ from pydantic import BaseModel
 from .findings import Finding
 from .model import (
     GVK,
+    STATUS_KEYS,
     ComponentDefinition,
     ComponentTypeSelector,
     Karta,
     StatusDefinition,
-    STATUS_KEYS,
     SuspendDefinition,
     Topology,
 )
@@ -38,7 +38,7 @@ def _dupes(findings: list[Finding], path: str, items: Iterable[object], key: str
             continue
         token = json.dumps(value)
         if token in seen:
-            findings.append(Finding(f"{path}[{i}]", f"{path}[{i}]: Duplicate value: {{\"{key}\":{token}}}"))
+            findings.append(Finding(f"{path}[{i}]", f'{path}[{i}]: Duplicate value: {{"{key}":{token}}}'))
         seen.add(token)
 
 
@@ -62,13 +62,25 @@ def _type_selector(findings: list[Finding], path: str, sel: ComponentTypeSelecto
         return
     # CEL rules of the CRD, with the CRD's own messages.
     if sel.key_path is None and sel.match_labels is None:
-        findings.append(Finding(path, f"{path}: Invalid value: \"object\": at least one of keyPath or matchLabels must be set"))
+        findings.append(
+            Finding(path, f'{path}: Invalid value: "object": at least one of keyPath or matchLabels must be set')
+        )
     if sel.value is not None and sel.key_path is None:
-        findings.append(Finding(path, f"{path}: Invalid value: \"object\": value requires keyPath"))
+        findings.append(Finding(path, f'{path}: Invalid value: "object": value requires keyPath'))
     if sel.key_path is not None and len(sel.key_path) < 1:
-        findings.append(Finding(f"{path}.keyPath", f"{path}.keyPath: Invalid value: \"\": spec.keyPath in body should be at least 1 chars long"))
+        findings.append(
+            Finding(
+                f"{path}.keyPath",
+                f'{path}.keyPath: Invalid value: "": spec.keyPath in body should be at least 1 chars long',
+            )
+        )
     if sel.match_labels is not None and len(sel.match_labels) < 1:
-        findings.append(Finding(f"{path}.matchLabels", f"{path}.matchLabels: Invalid value: 0: spec.matchLabels in body should have at least 1 properties"))
+        findings.append(
+            Finding(
+                f"{path}.matchLabels",
+                f"{path}.matchLabels: Invalid value: 0: spec.matchLabels in body should have at least 1 properties",
+            )
+        )
 
 
 def _status(findings: list[Finding], path: str, sd: StatusDefinition | None) -> None:
@@ -97,7 +109,11 @@ def _suspend(findings: list[Finding], path: str, sd: SuspendDefinition | None) -
     for name, actions in (("suspendActions", sd.suspend_actions), ("resumeActions", sd.resume_actions)):
         _req(findings, f"{path}.{name}", actions)
         if actions is not None and len(actions) < 1:
-            findings.append(Finding(f"{path}.{name}", f"{path}.{name}: Invalid value: 0: {name} in body should have at least 1 items"))
+            findings.append(
+                Finding(
+                    f"{path}.{name}", f"{path}.{name}: Invalid value: 0: {name} in body should have at least 1 items"
+                )
+            )
         for i, a in enumerate(actions or []):
             _req(findings, f"{path}.{name}[{i}].path", a.path)
             _req(findings, f"{path}.{name}[{i}].value", a.value)
@@ -112,7 +128,9 @@ def _component(findings: list[Finding], path: str, c: ComponentDefinition) -> No
     if ps is not None:
         _type_selector(findings, f"{path}.podSelector.componentTypeSelector", ps.component_type_selector)
         if ps.component_instance_selector is not None:
-            _req(findings, f"{path}.podSelector.componentInstanceSelector.idPath", ps.component_instance_selector.id_path)
+            _req(
+                findings, f"{path}.podSelector.componentInstanceSelector.idPath", ps.component_instance_selector.id_path
+            )
         if ps.replica_selector is not None:
             _req(findings, f"{path}.podSelector.replicaSelector.keyPath", ps.replica_selector.key_path)
 
@@ -171,17 +189,16 @@ def _set(findings: list[Finding], path: str, items: list[str] | None) -> None:
 
 # -- unknown keys --------------------------------------------------------------------------
 
+
 def unknown_field_warnings(model: BaseModel, path: str = "") -> list[Finding]:
     """Warn about every key the format does not know (the reference silently drops them)."""
     out: list[Finding] = []
-    known = [
-        (info.alias or name) for name, info in type(model).model_fields.items()
-    ]
-    for key in (model.model_extra or {}):
+    known = [(info.alias or name) for name, info in type(model).model_fields.items()]
+    for key in model.model_extra or {}:
         where = f"{path}.{key}" if path else key
         hint = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        suggestion = f"; did you mean \"{hint[0]}\"?" if hint else ""
-        out.append(Finding(where, f"unknown field \"{where}\" is ignored{suggestion}", "warning"))
+        suggestion = f'; did you mean "{hint[0]}"?' if hint else ""
+        out.append(Finding(where, f'unknown field "{where}" is ignored{suggestion}', "warning"))
     for name, info in type(model).model_fields.items():
         if name in ("metadata", "status") and path == "":
             continue  # free-form Kubernetes metadata/status

@@ -94,12 +94,16 @@ def load_folder(path: Path) -> tuple[list[Definition], dict[str, str]]:
 class DefinitionStore:
     def __init__(self, folders: list[str] | None = None, cluster_sources: list[str] | None = None):
         builtin = load_builtin()
-        self.builtin = SourceState("builtin", served=[d for d in builtin if d.valid],
-                                   rejected=[d for d in builtin if not d.valid])
+        self.builtin = SourceState(
+            "builtin", served=[d for d in builtin if d.valid], rejected=[d for d in builtin if not d.valid]
+        )
         self.folders = [Path(p) for p in folders or []]
         # precedence order, lowest first (the module docstring says why)
-        self.order = ["builtin"] + [k for k in (CLUSTER, CONFIGMAP) if k in (cluster_sources or [])] + \
-            [str(p) for p in self.folders]
+        self.order = (
+            ["builtin"]
+            + [k for k in (CLUSTER, CONFIGMAP) if k in (cluster_sources or [])]
+            + [str(p) for p in self.folders]
+        )
         self.sources: dict[str, SourceState] = {k: SourceState(k) for k in self.order}
         self.sources["builtin"] = self.builtin
         self.synced: dict[str, bool] = {k: False for k in cluster_sources or []}
@@ -174,7 +178,7 @@ class DefinitionStore:
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), timeout=interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             for p in self.folders:
                 snap = await asyncio.get_running_loop().run_in_executor(None, _snapshot, p)
@@ -201,9 +205,14 @@ def _snapshot(path: Path) -> tuple[tuple[str, float, int], ...]:
 def summary(d: Definition, state: str) -> dict[str, Any]:
     g = d.karta.root_gvk
     return {
-        "name": d.name, "group": g.group if g else None, "version": g.version if g else None,
-        "kind": g.kind if g else None, "source": d.source, "origin": d.origin, "digest": d.digest, "state": state,
+        "name": d.name,
+        "group": g.group if g else None,
+        "version": g.version if g else None,
+        "kind": g.kind if g else None,
+        "source": d.source,
+        "origin": d.origin,
+        "digest": d.digest,
+        "state": state,
         "errors": [f.as_dict() for f in d.findings if f.level == "error"],
         "warnings": [f.as_dict() for f in d.findings if f.level == "warning"],
     }
-

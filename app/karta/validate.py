@@ -22,12 +22,16 @@ CHILDREN = "spec.structureDefinition.childComponents"
 # Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
 _NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUB = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_NAME_MSG = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-             "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-             "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-              "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-              "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
 
 
 def label_key_problems(key: str) -> list[str]:
@@ -37,14 +41,20 @@ def label_key_problems(key: str) -> list[str]:
     elif len(parts) == 2:
         prefix, name = parts
     else:
-        return ["a qualified name " + _NAME_MSG.replace("name part ", "", 1) + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+        return [
+            "a qualified name "
+            + _NAME_MSG.replace("name part ", "", 1)
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     out = []
     if prefix is not None:
         if not prefix:
             out.append("prefix part must be non-empty")
         elif len(prefix) > 253 or not _DNS1123_SUB.match(prefix):
-            out.append("prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                       "characters, '-' or '.', and must start and end with an alphanumeric character")
+            out.append(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character"
+            )
     if not name:
         out.append("name part must be non-empty")
     elif len(name) > 63:
@@ -72,11 +82,19 @@ def _component_checks(c: ComponentDefinition, path: str, out: list[Finding]) -> 
     ps = c.pod_selector
     has_instance_sel = ps is not None and ps.component_instance_selector is not None
     if c.instance_id_path and not has_instance_sel:
-        out.append(Finding(f"{path}.instanceIdPath",
-                           f"component '{name}' has instance id path but no pod component instance selector"))
+        out.append(
+            Finding(
+                f"{path}.instanceIdPath",
+                f"component '{name}' has instance id path but no pod component instance selector",
+            )
+        )
     if has_instance_sel and not c.instance_id_path:
-        out.append(Finding(f"{path}.podSelector.componentInstanceSelector",
-                           f"component '{name}' has pod component instance selector but no instance id path"))
+        out.append(
+            Finding(
+                f"{path}.podSelector.componentInstanceSelector",
+                f"component '{name}' has pod component instance selector but no instance id path",
+            )
+        )
     sel = ps.component_type_selector if ps is not None else None
     if sel is None:
         return
@@ -88,12 +106,13 @@ def _component_checks(c: ComponentDefinition, path: str, out: list[Finding]) -> 
     if sel.value is not None and not sel.key_path:
         out.append(Finding(f"{sp}.value", f"component '{name}' componentTypeSelector has value without keyPath"))
     # Stable sorted order for label problems, keys before values, as the newer validator does.
-    for key in sorted(sel.match_labels or {}):
+    match_labels = sel.match_labels or {}
+    for key in sorted(match_labels):
         fp = f"{sp}.matchLabels"
         for msg in label_key_problems(key):
-            out.append(Finding(fp, f"{fp}: Invalid value: \"{key}\": {msg}"))
-        for msg in label_value_problems(sel.match_labels[key]):
-            out.append(Finding(f"{fp}[{key}]", f"{fp}[{key}]: Invalid value: \"{sel.match_labels[key]}\": {msg}"))
+            out.append(Finding(fp, f'{fp}: Invalid value: "{key}": {msg}'))
+        for msg in label_value_problems(match_labels[key]):
+            out.append(Finding(f"{fp}[{key}]", f'{fp}[{key}]: Invalid value: "{match_labels[key]}": {msg}'))
 
 
 def reference_findings(k: Karta | None) -> list[Finding]:
@@ -131,8 +150,12 @@ def reference_findings(k: Karta | None) -> list[Finding]:
         if not c.owner_ref:
             structure.append(Finding(f"{p}.ownerRef", f"child component '{c.name or ''}' has no owner ref"))
         elif c.owner_ref not in names:
-            structure.append(Finding(f"{p}.ownerRef",
-                                     f"child component '{c.name or ''}' has owner ref to non-existing component '{c.owner_ref}'"))
+            structure.append(
+                Finding(
+                    f"{p}.ownerRef",
+                    f"child component '{c.name or ''}' has owner ref to non-existing component '{c.owner_ref}'",
+                )
+            )
         _component_checks(c, p, structure)
     out += structure
 
@@ -147,9 +170,13 @@ def reference_findings(k: Karta | None) -> list[Finding]:
     for i, pg in enumerate((gang.pod_groups or []) if gang else []):
         for j, m in enumerate(pg.members or []):
             if (m.component_name or "") not in names:
-                out.append(Finding(
-                    f"spec.optimizationInstructions.gangScheduling.podGroups[{i}].members[{j}].componentName",
-                    f"pod-group member component '{m.component_name or ''}' is not defined (should be a root or child component)"))
+                out.append(
+                    Finding(
+                        f"spec.optimizationInstructions.gangScheduling.podGroups[{i}].members[{j}].componentName",
+                        f"pod-group member component '{m.component_name or ''}' is not defined"
+                        " (should be a root or child component)",
+                    )
+                )
 
     # 5. jq: parse, then the blacklist (first violation per expression).
     for e in iter_expressions(k):

@@ -25,8 +25,8 @@ SHELL = (HERE / "index.html").read_text(encoding="utf-8")
 # defence for the token kept in sessionStorage (no inline script, no third-party origin).
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
-                               "frame-ancestors 'none'",
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
@@ -59,11 +59,16 @@ def _actions(request: Request) -> bool:
 async def _shell(request: Request) -> Response:
     base = html.escape(str(request.scope.get("root_path") or "").rstrip("/"), quote=True)
     fleet = _fleet_mode(request)
-    body = (SHELL.replace("{{BASE}}", base).replace("{{VERSION}}", html.escape(__version__))
-            .replace("{{FLEET}}", "true" if fleet else "false")
-            .replace("{{ACTIONS}}", "true" if _actions(request) else "false").replace("{{FLEET_HIDDEN}}", "" if fleet else " hidden"))
-    return Response(body, media_type="text/html; charset=utf-8",
-                    headers={"Cache-Control": "no-cache", **SECURITY_HEADERS})
+    body = (
+        SHELL.replace("{{BASE}}", base)
+        .replace("{{VERSION}}", html.escape(__version__))
+        .replace("{{FLEET}}", "true" if fleet else "false")
+        .replace("{{ACTIONS}}", "true" if _actions(request) else "false")
+        .replace("{{FLEET_HIDDEN}}", "" if fleet else " hidden")
+    )
+    return Response(
+        body, media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-cache", **SECURITY_HEADERS}
+    )
 
 
 def mount_ui(app: FastAPI) -> None:
@@ -73,11 +78,16 @@ def mount_ui(app: FastAPI) -> None:
     @app.get("/ui", include_in_schema=False)
     async def ui_root(request: Request) -> Response:
         base = str(request.scope.get("root_path") or "").rstrip("/")
-        return RedirectResponse(base + "/ui/" + (f"?{request.url.query}" if request.url.query else ""),
-                                status_code=307)
+        return RedirectResponse(base + "/ui/" + (f"?{request.url.query}" if request.url.query else ""), status_code=307)
 
-    for path in ("/ui/", "/ui/interpret", "/ui/workloads/{namespace}/{name}", "/ui/definitions/{name}", "/ui/fleet",
-                 "/ui/clusters/{cluster}/workloads/{namespace}/{name}"):
+    for path in (
+        "/ui/",
+        "/ui/interpret",
+        "/ui/workloads/{namespace}/{name}",
+        "/ui/definitions/{name}",
+        "/ui/fleet",
+        "/ui/clusters/{cluster}/workloads/{namespace}/{name}",
+    ):
         app.add_api_route(path, _shell, methods=["GET"], include_in_schema=False, response_class=Response)
 
     app.mount("/ui/static", _Assets(directory=STATIC), name="ui-static")

@@ -22,6 +22,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from ..needs import require
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "scripts" / "kube-apiserver" / "build.sh"
 KUBE_DIR = Path(os.environ.get("WLMAP_KUBE_DIR", Path.home() / ".cache/workload-map/kube-apiserver-v1.20.2"))
@@ -66,6 +68,7 @@ class ApiServer:
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> ApiServer:
+        require("kube")
         (self.run / "etcd").mkdir(parents=True, exist_ok=True, mode=0o700)
         (self.run / "certs").mkdir(exist_ok=True)
         with open(self.run / "tokens.csv", "w") as f:

@@ -88,7 +88,7 @@ def test_clusters_sum_gpus_and_accelerators(fleet: Server, world: None) -> None:
 
 
 def test_describe_shows_accelerator_columns_and_takes_the_flags(apiserver: ApiServer, world: None) -> None:
-    from .test_cli_live import wlmap
+    from ..cli.test_cli_live import wlmap
 
     admin = apiserver.kubeconfig("admin")
     r = wlmap("describe", "statefulset/mig-workers", "-n", NS, kubeconfig=admin)

@@ -227,7 +227,7 @@ def test_actions_off_refuse(service: Server, kubectl: Kubectl, world: dict[str, 
 
 def test_cli_suspend_and_resume(apiserver: ApiServer, kubectl: Kubectl, world: dict[str, Any]) -> None:
     """`wlmap suspend|resume TYPE/NAME` through the kubeconfig; exit codes as documented."""
-    from .test_cli_live import wlmap
+    from ..cli.test_cli_live import wlmap
 
     admin = apiserver.kubeconfig("admin")
     r = wlmap("suspend", "raycluster/rc", "-n", NS, kubeconfig=admin)

@@ -18,7 +18,9 @@ from .apiserver import ensure_binaries
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("store", [False, True], ids=["one-process", "through-the-store"])
+@pytest.mark.kube  # the benchmark starts its own API server (and Redis, through the store)
+@pytest.mark.parametrize("store", [False, pytest.param(True, marks=pytest.mark.redis)],
+                         ids=["one-process", "through-the-store"])
 def test_short_churn_sees_every_change(tmp_path: Path, store: bool) -> None:
     """`through-the-store`: `--role all` on a real Redis, so each change goes model -> store ->
     the reads and streams, the path of a shard and an API replica."""

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from benchmarks.http_bench import cpu_ticks, process_tree
@@ -23,6 +24,7 @@ from .test_sources import BATCHTASK, PYTORCHJOB, cleanup, configmap, sources, so
 from .util import BATCHTASK_DEF, ROOT, definition_text, eventually
 
 
+@pytest.mark.kube  # its own API server, started late
 def test_apiserver_down_at_start_then_appears(tmp_path: Path) -> None:
     """Built-in definitions are served from the start; readiness and cluster definitions follow
     the API server's arrival."""

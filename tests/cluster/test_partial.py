@@ -11,7 +11,7 @@ import pytest
 from ..service.conftest import Server
 from .apiserver import ApiServer
 from .kubeobjects import Kubectl, pod, running
-from .test_cli_live import PYTORCHJOB, manifest, wlmap
+from ..cli.test_cli_live import PYTORCHJOB, manifest, wlmap
 
 NS = "wl-partial"
 NAME = "half-read"

@@ -6,7 +6,7 @@ in base units, rounded up.  Checked per pod, per instance, per component and per
 from __future__ import annotations
 
 import pytest
-from karta_kit import child, karta, node, root, run, workload
+from ..karta_kit import child, karta, node, root, run, workload
 
 from app.engine.accelerators import resource_rules
 from app.engine.options import DEFAULT_OPTIONS, EngineOptions

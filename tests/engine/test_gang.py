@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, karta, load, pod, root, run, workload
+from ..karta_kit import child, karta, load, pod, root, run, workload
 from app.engine.compiled import compiled
 from app.engine.gang import GangError, subtree_scale
 from app.engine.instances import extract_component

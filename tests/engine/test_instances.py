@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, error_messages, instance, karta, node, root, run, run_error, workload
+from ..karta_kit import child, error_messages, instance, karta, node, root, run, run_error, workload
 
 SEL = {"componentInstanceSelector": {"idPath": ".metadata.labels.inst"}}
 

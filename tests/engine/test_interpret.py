@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, karta, load, pod_template, root, run, status_def, workload
+from ..karta_kit import child, karta, load, pod_template, root, run, status_def, workload
 from app.engine.interpret import InterpretationError, interpret
 
 

@@ -5,7 +5,7 @@ written in the pod definition, per component and instance; absent when unset."""
 from __future__ import annotations
 
 import pytest
-from karta_kit import child, karta, node, run, run_error, workload
+from ..karta_kit import child, karta, node, run, run_error, workload
 
 from app.engine.interpret import PLACEMENT_FIELDS
 

@@ -3,7 +3,7 @@ the API server guarantees for the fields the engine reads, and their order in th
 
 from __future__ import annotations
 
-from karta_kit import karta, pod, root, run_fatal
+from ..karta_kit import karta, pod, root, run_fatal
 from app.engine.interpret import pod_problems
 
 

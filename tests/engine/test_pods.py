@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
+from ..karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
 from app.engine.compiled import type_selector_expression
 from app.jqlang.jqbatch import Result
 from app.engine.pods import PodError, PodInput, matches_type

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, error_messages, karta, load, node, pod_template, root, run, run_error, warnings, workload
+from ..karta_kit import child, error_messages, karta, load, node, pod_template, root, run, run_error, warnings, workload
 
 SEL = {"componentInstanceSelector": {"idPath": ".metadata.labels.inst"}}
 

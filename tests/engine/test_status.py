@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, error_messages, karta, load, root, run, run_error, status_def, warnings, workload
+from ..karta_kit import child, error_messages, karta, load, root, run, run_error, status_def, warnings, workload
 from app.engine.interpret import interpret
 from app.engine.status import EVALUATION_ORDER, PRECEDENCE, primary_phase
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from karta_kit import karta, load, root
+from ..karta_kit import karta, load, root
 
 from app.engine.suspend import (
     ActionError,

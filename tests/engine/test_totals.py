@@ -3,7 +3,7 @@ docs/api-contract.md `totals`): per pod, per instance, per component and per wor
 
 from __future__ import annotations
 
-from karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
+from ..karta_kit import child, instance, karta, node, pod, pod_template, root, run, workload
 
 SEL = {"componentInstanceSelector": {"idPath": ".metadata.labels.inst"}}
 GPU = "nvidia.com/gpu"

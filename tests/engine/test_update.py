@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jsonpatch
 import pytest
-from karta_kit import child, karta, load, root, workload
+from ..karta_kit import child, karta, load, root, workload
 
 from app.documents import parse_documents
 from app.engine.interpret import interpret

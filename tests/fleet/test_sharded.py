@@ -348,6 +348,7 @@ def test_the_store_going_away_is_a_503_and_shards_resync_when_it_is_back(sharded
     assert r.status_code == 410, r.text
 
 
+@pytest.mark.redis  # its own store
 def test_role_all_with_namespace_buckets_answers_like_the_single_process(fleet: Fleet,
                                                                        fleet_service: Server) -> None:
     """Two `--role all` processes on a store of their own, each cluster in three namespace

@@ -489,6 +489,7 @@ def _serve_args(c: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     return out, env
 
 
+@pytest.mark.redis  # its own store
 def test_shards_and_api_replicas_run_with_the_chart_rbac(apiserver: ApiServer, kubectl: Kubectl,
                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
     """The store layout installed, then a shard and an API replica run as the chart's two service

@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..needs import require
 from ..service.conftest import free_port
 
 
@@ -29,6 +30,7 @@ class RedisServer:
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
+        require("redis")
         if self.binary is None:
             raise RuntimeError("redis-server is not installed (make tools installs Debian's redis-server)")
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

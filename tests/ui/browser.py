@@ -19,6 +19,8 @@ import pytest
 
 from tests.required import CI, missing
 
+from ..needs import require
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS_SHOTS = ROOT / "docs" / "screenshots"
 DOCS_NAMES = {"ui-list", "ui-workload", "ui-interpret"}
@@ -38,6 +40,7 @@ def _missing(reason: str) -> NoReturn:
 def browser() -> Iterator[Any]:
     """One browser per test module: Playwright's sync API keeps an event loop running in this
     thread while it is open, which later tests' asyncio.run() must not meet."""
+    require("browser")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import jq
 import pytest
 
-from karta_kit import child, error_messages, karta, root, run, run_error, status_def, workload, pod
+from ..karta_kit import child, error_messages, karta, root, run, run_error, status_def, workload, pod
 from app.jqlang.jqbatch import MAX_RESULTS, Batch
 
 SECRET_NAME, SECRET_VALUE = "WLMAP_TEST_SECRET_TOKEN", "s3cr3t-value-42"

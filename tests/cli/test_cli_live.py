@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,9 @@ import yaml
 from app.cli.live import age
 from app.cli.main import main
 
-from .apiserver import ApiServer
-from .kubeobjects import Kubectl, owner_ref, pod, reader_rbac, running, unschedulable
-from .util import fixture_object
+from ..cluster.apiserver import ApiServer
+from ..cluster.kubeobjects import Kubectl, owner_ref, pod, reader_rbac, running, unschedulable
+from ..cluster.util import fixture_object
 
 ROOT = Path(__file__).resolve().parents[2]
 WLMAP = Path(sys.executable).parent / "wlmap"
@@ -222,7 +223,7 @@ def test_describe_as_a_user_without_rights_is_forbidden(jobset: dict[str, Any], 
 
 def test_unreachable_server_bad_credentials_and_missing_kubeconfig_are_exit_1(apiserver: ApiServer,
                                                                              tmp_path: Path) -> None:
-    from .apiserver import _free_port
+    from ..cluster.apiserver import _free_port
 
     cfg = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
     for args in (["describe", "jobset/llm-pretrain", "-n", NS], ["get", "-n", NS], ["get", "-A"]):
@@ -494,17 +495,32 @@ def test_get_sort_by(labelled: Any, admin: Path) -> None:
     assert wlmap("get", "-n", STYLE, "--sort-by", "size", kubeconfig=admin).returncode == 2
 
 
+@pytest.fixture()
+def grant(kubectl: Kubectl) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
+    """Applies RBAC for one test and removes it afterwards: the API server is shared, and what
+    alice may read here must not show in another module's test (tests/cluster/test_access.py)."""
+    applied: list[dict[str, Any]] = []
+
+    def apply(docs: list[dict[str, Any]]) -> None:
+        for doc in docs:
+            kubectl.apply(doc)
+            applied.append(doc)
+
+    yield apply
+    for doc in reversed(applied):
+        kubectl.delete(doc["apiVersion"], doc["kind"], doc["metadata"].get("namespace"), doc["metadata"]["name"])
+
+
 def _group_binding(namespace: str, group: str, resources: list[tuple[str, str]]) -> list[dict[str, Any]]:
     role, binding = reader_rbac(f"group-{group}", namespace, resources, pods=True)
     binding["subjects"] = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]
     return [role, binding]
 
 
-def test_impersonation_sees_only_what_the_user_may(labelled: Any, kubectl: Kubectl, admin: Path,
-                                                   apiserver: ApiServer) -> None:
-    for doc in reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")]) \
-            + _group_binding(STYLE, "ml-platform", [("kubeflow.org", "pytorchjobs")]):
-        kubectl.apply(doc)
+def test_impersonation_sees_only_what_the_user_may(labelled: Any, grant: Callable[[list[dict[str, Any]]], None],
+                                                   admin: Path, apiserver: ApiServer) -> None:
+    grant(reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")])
+          + _group_binding(STYLE, "ml-platform", [("kubeflow.org", "pytorchjobs")]))
     everything = names_of(wlmap("get", "-n", STYLE, kubeconfig=admin))
     assert everything == ["js-failed", "js-running", "pt-running"]
     r = wlmap("get", "-n", STYLE, "--as", "alice", kubeconfig=admin)
@@ -522,11 +538,11 @@ def test_impersonation_sees_only_what_the_user_may(labelled: Any, kubectl: Kubec
     assert r.returncode == 1 and r.stdout == "" and "forbidden" in r.stderr, r.stderr
 
 
-def test_token_overrides_the_kubeconfig_user(labelled: Any, kubectl: Kubectl, apiserver: ApiServer) -> None:
-    from .apiserver import TOKENS
+def test_token_overrides_the_kubeconfig_user(labelled: Any, grant: Callable[[list[dict[str, Any]]], None],
+                                             apiserver: ApiServer) -> None:
+    from ..cluster.apiserver import TOKENS
 
-    for doc in reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")]):
-        kubectl.apply(doc)
+    grant(reader_rbac("alice", STYLE, [("jobset.x-k8s.io", "jobsets")]))
     bob = apiserver.kubeconfig("bob")
     assert wlmap("get", "-n", STYLE, kubeconfig=bob).returncode == 1  # bob may read nothing
     r = wlmap("get", "-n", STYLE, "--token", TOKENS["alice"][0], kubeconfig=bob)
@@ -596,7 +612,7 @@ def test_definitions_list_with_a_kubeconfig_shows_cluster_definitions(kubectl: K
             1, "", "error: the API server rejected the credentials (Unauthorized)\n")
     finally:
         kubectl.delete("run.ai/v1alpha1", "Karta", None, karta["metadata"]["name"])
-    from .apiserver import _free_port
+    from ..cluster.apiserver import _free_port
 
     closed = kubeconfig_with(apiserver, tmp_path / "closed", server=f"https://127.0.0.1:{_free_port()}")
     r = wlmap("definitions", "list", kubeconfig=closed)

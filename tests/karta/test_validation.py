@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karta_kit import child, errors, karta, load, root, status_def, warnings
+from ..karta_kit import child, errors, karta, load, root, status_def, warnings
 from app.karta.validate import reference_findings, reference_text
 
 ROOT_GO = "Spec.StructureDefinition.RootComponent"
