@@ -36,7 +36,7 @@ serve: $(STAMP)
 	$(VENV)/bin/wlmap serve
 
 # What each test needs is a marker set from its fixtures (tests/needs.py); the fast set is the unmarked.
-FAST := not kube and not browser and not redis
+FAST := not kube and not browser and not redis and not soak
 # Two pytest-xdist workers, each with its own session fixtures (API server, services); JOBS=0 runs in
 # this process.  Tests are handed out one by one (--dist load): loadscope and loadgroup schedule by node
 # id, and schemathesis gives all the operations of a test one node id, so they would run only one.

@@ -6,8 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def problem_body(status: int, slug: str, title: str, detail: str, instance: str | None = None,
-                 errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def problem_body(
+    status: int,
+    slug: str,
+    title: str,
+    detail: str,
+    instance: str | None = None,
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     p: dict[str, Any] = {"type": f"urn:wlmap:problem:{slug}", "title": title, "status": status, "detail": detail}
     if instance is not None:
         p["instance"] = instance

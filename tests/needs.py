@@ -14,6 +14,7 @@ MARKERS = {
     "kube": "a real kube-apiserver and etcd (scripts/kube-apiserver/build.sh)",
     "browser": "Chromium driven by Playwright",
     "redis": "a real redis-server",
+    "soak": "half a minute or more of load held on a real server (a benchmark's fast variant)",
 }
 
 # fixture -> marker; a test using a fixture built on one of these has it in its closure too.

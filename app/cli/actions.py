@@ -19,21 +19,32 @@ from .common import EXIT_FAIL, EXIT_NOT_FOUND, EXIT_OK, CliError
 
 EXIT_NOT_SUSPENDABLE = 5
 DONE = {"suspend": "suspended", "resume": "resumed"}
-HELP = ("Exit codes: 0 done (also when nothing had to change), 1 cluster, authorization or conflict (the "
-        "object changed meanwhile; nothing was written), 2 usage, 3 workload or its type not in the cluster, "
-        "4 no definition covers the type, 5 the definition has no suspendDefinition.")
+HELP = (
+    "Exit codes: 0 done (also when nothing had to change), 1 cluster, authorization or conflict (the "
+    "object changed meanwhile; nothing was written), 2 usage, 3 workload or its type not in the cluster, "
+    "4 no definition covers the type, 5 the definition has no suspendDefinition."
+)
 
 
 def add_parsers(sub: Any, live: argparse.ArgumentParser) -> None:
     for which in ("suspend", "resume"):
-        p = sub.add_parser(which, parents=[live], help=f"{which} a live workload through its definition's "
-                                                      "suspendDefinition", description=HELP)
+        p = sub.add_parser(
+            which,
+            parents=[live],
+            help=f"{which} a live workload through its definition's suspendDefinition",
+            description=HELP,
+        )
         p.add_argument("target", metavar="TYPE[/NAME]", help="TYPE: a Kind or plural, optionally qualified by group")
         p.add_argument("name", nargs="?", metavar="NAME", help="the workload's name, unless given as TYPE/NAME")
         p.add_argument("-n", "--namespace", help="namespace (default: the kubeconfig context's, else default)")
         p.add_argument("--context", metavar="CTX", help="kubeconfig context (default: its current context)")
-        p.add_argument("-o", "--output", choices=["name", "json", "yaml"], default="name",
-                       help="name: one line as kubectl prints it; json/yaml: the interpretation after the change")
+        p.add_argument(
+            "-o",
+            "--output",
+            choices=["name", "json", "yaml"],
+            default="name",
+            help="name: one line as kubectl prints it; json/yaml: the interpretation after the change",
+        )
         p.set_defaults(func=cmd_act, action_name=which)
 
 
@@ -90,8 +101,9 @@ async def _act(args: argparse.Namespace, which: str, kind: str, name: str, ns: s
             except WriteFailed as e:
                 raise CliError(e.message, EXIT_NOT_FOUND if e.status == 404 else EXIT_FAIL) from None
         try:  # without pods: the change is made, the answer needs no `list pods` right
-            result = await workloads.interpretation(ns, name, res.kind, res.api_version, with_pods=False,
-                                                    allow=allow_all)
+            result = await workloads.interpretation(
+                ns, name, res.kind, res.api_version, with_pods=False, allow=allow_all
+            )
         except LookupFailed as e:
             raise lookup_error(e, kube) from None
         return result, bool(ops)

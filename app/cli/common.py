@@ -48,8 +48,7 @@ def build_registry(extra: list[str] | None) -> Registry:
         for d in defs:
             if not d.valid:
                 first = next(f.message for f in d.findings if f.level == "error")
-                print(f"warning: definition {d.name or d.origin} is invalid and is not used: {first}",
-                      file=sys.stderr)
+                print(f"warning: definition {d.name or d.origin} is invalid and is not used: {first}", file=sys.stderr)
         layer += defs
     return Registry.of(load_builtin(), layer)
 

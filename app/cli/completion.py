@@ -18,7 +18,9 @@ class Command:
     path: tuple[str, ...]
     help: str = ""
     subcommands: list[Command] = field(default_factory=list)
-    flags: list[tuple[list[str], bool, list[str], str]] = field(default_factory=list)  # names, takes value, choices, help
+    flags: list[tuple[list[str], bool, list[str], str]] = field(
+        default_factory=list
+    )  # names, takes value, choices, help
     words: list[str] = field(default_factory=list)  # choices of positionals
     files: bool = False
 
@@ -35,8 +37,14 @@ def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = (), help: 
                 cmd.subcommands.append(found[0])
                 below += found
         elif a.option_strings:
-            cmd.flags.append((list(a.option_strings), a.nargs != 0, [str(c) for c in a.choices or []],
-                              "" if a.help == argparse.SUPPRESS else (a.help or "")))
+            cmd.flags.append(
+                (
+                    list(a.option_strings),
+                    a.nargs != 0,
+                    [str(c) for c in a.choices or []],
+                    "" if a.help == argparse.SUPPRESS else (a.help or ""),
+                )
+            )
         else:
             cmd.words += [str(c) for c in a.choices or []]
             cmd.files = cmd.files or a.dest in FILE_ARGS
@@ -52,27 +60,30 @@ def bash(parser: argparse.ArgumentParser, prog: str = "wlmap") -> str:
     fn = "_" + prog.replace("-", "_")
     valued = sorted({n for c in cmds for names, takes, _, _ in c.flags if takes for n in names})
     subs = sorted(_key(s.path) for c in cmds for s in c.subcommands)
-    out = [f"# {prog} completion for bash (and zsh through bashcompinit): source <({prog} completion bash)",
-           f"{fn}() {{",
-           '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" w i words="" flags=""',
-           "    for ((i = 1; i < COMP_CWORD; i++)); do",
-           '        w="${COMP_WORDS[i]}"',
-           '        case "$w" in',
-           f"            {'|'.join(valued)}) ((i++)); continue ;;",
-           "        esac",
-           '        case "$path $w" in',
-           f"            {'|'.join(shlex.quote(s) for s in subs)}) path=\"$path $w\" ;;",
-           "        esac",
-           "    done",
-           '    case "$path:$prev" in']
+    out = [
+        f"# {prog} completion for bash (and zsh through bashcompinit): source <({prog} completion bash)",
+        f"{fn}() {{",
+        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" w i words="" flags=""',
+        "    for ((i = 1; i < COMP_CWORD; i++)); do",
+        '        w="${COMP_WORDS[i]}"',
+        '        case "$w" in',
+        f"            {'|'.join(valued)}) ((i++)); continue ;;",
+        "        esac",
+        '        case "$path $w" in',
+        f'            {"|".join(shlex.quote(s) for s in subs)}) path="$path $w" ;;',
+        "        esac",
+        "    done",
+        '    case "$path:$prev" in',
+    ]
     for c in cmds:
         for names, takes, choices, _ in c.flags:
             if not takes:
                 continue
             pats = "|".join(shlex.quote(f"{_key(c.path)}:{n}") for n in names)
             if choices:
-                out.append(f"        {pats}) COMPREPLY=($(compgen -W {shlex.quote(' '.join(choices))} -- \"$cur\"));"
-                           " return ;;")
+                out.append(
+                    f'        {pats}) COMPREPLY=($(compgen -W {shlex.quote(" ".join(choices))} -- "$cur")); return ;;'
+                )
             elif set(names) & FILE_FLAGS:
                 out.append(f'        {pats}) COMPREPLY=($(compgen -f -- "$cur")); return ;;')
             else:
@@ -81,22 +92,28 @@ def bash(parser: argparse.ArgumentParser, prog: str = "wlmap") -> str:
     for c in cmds:
         words = [s.path[-1] for s in c.subcommands] + c.words
         flags = [n for names, *_ in c.flags for n in names]
-        out.append(f"        {shlex.quote(_key(c.path))}) words={shlex.quote(' '.join(words))} "
-                   f"flags={shlex.quote(' '.join(flags))}"
-                   + ("; [[ $cur != -* ]] && COMPREPLY=($(compgen -f -- \"$cur\"))" if c.files else "") + " ;;")
-    out += ["    esac",
-            '    [[ $cur == -* ]] && words=$flags  # flags once a dash is typed, as kubectl',
-            '    COMPREPLY+=($(compgen -W "$words" -- "$cur"))',
-            "}",
-            f"complete -o filenames -F {fn} {prog}"]
+        out.append(
+            f"        {shlex.quote(_key(c.path))}) words={shlex.quote(' '.join(words))} "
+            f"flags={shlex.quote(' '.join(flags))}"
+            + ('; [[ $cur != -* ]] && COMPREPLY=($(compgen -f -- "$cur"))' if c.files else "")
+            + " ;;"
+        )
+    out += [
+        "    esac",
+        "    [[ $cur == -* ]] && words=$flags  # flags once a dash is typed, as kubectl",
+        '    COMPREPLY+=($(compgen -W "$words" -- "$cur"))',
+        "}",
+        f"complete -o filenames -F {fn} {prog}",
+    ]
     return "\n".join(out) + "\n"
 
 
 def zsh(parser: argparse.ArgumentParser, prog: str = "wlmap") -> str:
     """zsh runs the bash function through its bashcompinit layer."""
-    return (f"#compdef {prog}\n# {prog} completion for zsh: source <({prog} completion zsh)\n"
-            "autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n"
-            + bash(parser, prog))
+    return (
+        f"#compdef {prog}\n# {prog} completion for zsh: source <({prog} completion zsh)\n"
+        "autoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n" + bash(parser, prog)
+    )
 
 
 def _fish_quote(text: str) -> str:
@@ -127,8 +144,11 @@ def fish(parser: argparse.ArgumentParser, prog: str = "wlmap") -> str:
         for names, takes, choices, help in c.flags:
             spec = " ".join(f"-l {n[2:]}" if n.startswith("--") else f"-s {n[1:]}" for n in names)
             if takes:
-                spec += f" -x -a {_fish_quote(' '.join(choices))}" if choices else (
-                    " -r -F" if set(names) & FILE_FLAGS else " -x")
+                spec += (
+                    f" -x -a {_fish_quote(' '.join(choices))}"
+                    if choices
+                    else (" -r -F" if set(names) & FILE_FLAGS else " -x")
+                )
             out.append(f"complete -c {prog} -n {cond} {spec} -d {_fish_quote(help.split('. ')[0][:80])}")
     return "\n".join(out) + "\n"
 

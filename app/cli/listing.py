@@ -21,12 +21,12 @@ def phases(values: Iterable[str] | None) -> set[str]:
 
 def components_cell(row: dict[str, Any]) -> str:
     """`master(1), worker(4)`."""
-    return ", ".join(f"{c['name']}({'?' if c.get('pods') is None else c['pods']})"
-                     for c in row.get("components") or [])
+    return ", ".join(f"{c['name']}({'?' if c.get('pods') is None else c['pods']})" for c in row.get("components") or [])
 
 
-def select(items: list[dict[str, Any]], names: list[str] | None, phase: set[str],
-           selector: Selector | None) -> list[dict[str, Any]]:
+def select(
+    items: list[dict[str, Any]], names: list[str] | None, phase: set[str], selector: Selector | None
+) -> list[dict[str, Any]]:
     out = []
     for i in items:
         if names and i["workload"]["name"] not in names:

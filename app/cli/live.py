@@ -105,19 +105,25 @@ class _Kube(Kube):
             self.notes.append("the kartas.run.ai CRD is not installed; showing built-in definitions only")
             return registry
         except Forbidden:
-            self.notes.append('not allowed to list kartas.run.ai; showing built-in definitions only. Ask a cluster '
-                              'administrator for "list" permission on kartas.run.ai to include cluster definitions.')
+            self.notes.append(
+                "not allowed to list kartas.run.ai; showing built-in definitions only. Ask a cluster "
+                'administrator for "list" permission on kartas.run.ai to include cluster definitions.'
+            )
             return registry
         except KubeError as e:
             self.definitions_error = e
             if e.status not in (0, 401):
-                self.notes.append(f"could not read Karta definitions from the cluster: {' '.join(str(e).split())}; "
-                                  "showing built-in definitions only")
+                self.notes.append(
+                    f"could not read Karta definitions from the cluster: {' '.join(str(e).split())}; "
+                    "showing built-in definitions only"
+                )
             return registry
         finally:  # the workload reads that follow decide whether the cluster is usable
-            del self.denied[marks[0]:], self.failures[marks[1]:]
+            del self.denied[marks[0] :], self.failures[marks[1] :]
         defs, unreadable = karta_definitions({(o.get("metadata") or {}).get("name", ""): o for o in items})
-        self.notes += [f'skipping Karta definition "{o.removeprefix("karta:")}": {err}' for o, err in unreadable.items()]
+        self.notes += [
+            f'skipping Karta definition "{o.removeprefix("karta:")}": {err}' for o, err in unreadable.items()
+        ]
         for d in defs:
             if not d.valid:
                 first = next((f.message for f in d.findings if f.level == "error"), "invalid")
@@ -126,6 +132,7 @@ class _Kube(Kube):
 
 
 # -- shared plumbing -----------------------------------------------------------------------
+
 
 def default_namespace(kubeconfig: str | None, context: str | None) -> str:
     """The namespace of the kubeconfig's (current) context, else the pod's, else `default`."""
@@ -146,8 +153,9 @@ async def _connect(args: argparse.Namespace, context: str | None) -> _Kube:
 
     cfg = client.Configuration()
     if args.kubeconfig or context or not in_cluster():
-        await config.load_kube_config(config_file=args.kubeconfig, context=context, client_configuration=cfg,
-                                      persist_config=False)
+        await config.load_kube_config(
+            config_file=args.kubeconfig, context=context, client_configuration=cfg, persist_config=False
+        )
     else:
         config.load_incluster_config(client_configuration=cfg)
     if args.token:
@@ -172,8 +180,9 @@ def check_auth_flags(args: argparse.Namespace) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_session(args: argparse.Namespace, context: str | None, registry: Registry | None = None,
-                   label: str = "") -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
+async def open_session(
+    args: argparse.Namespace, context: str | None, registry: Registry | None = None, label: str = ""
+) -> AsyncIterator[tuple[_Kube, Workloads, dict[str, Any]]]:
     """A connection to `context` (None: the current one) and a `Workloads` over built-in +
     --definition definitions (`registry`, when already built for several contexts).  Built-in
     ones run in-process; the others in a worker stopped at --eval-deadline (as `wlmap
@@ -185,7 +194,7 @@ async def open_session(args: argparse.Namespace, context: str | None, registry: 
     _check_kubeconfig(args)
     try:
         kube = await _connect(args, context)
-    except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
+    except Exception as e:
         raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
     try:
         registry = await kube.cluster_definitions(registry)
@@ -227,7 +236,7 @@ def with_cluster_definitions(args: argparse.Namespace, registry: Registry) -> Re
     async def read() -> tuple[Registry, _Kube]:
         try:
             kube = await _connect(args, args.context)
-        except Exception as e:  # noqa: BLE001  (kubeconfig unreadable, or without that context)
+        except Exception as e:
             raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
         try:
             return await kube.cluster_definitions(registry), kube
@@ -237,8 +246,9 @@ def with_cluster_definitions(args: argparse.Namespace, registry: Registry) -> Re
     out, kube = asyncio.run(read())
     e = kube.definitions_error
     if e is not None and e.status in (0, 401):
-        raise CliError(e.message if e.status == 0 else "the API server rejected the credentials (Unauthorized)",
-                       EXIT_FAIL)
+        raise CliError(
+            e.message if e.status == 0 else "the API server rejected the credentials (Unauthorized)", EXIT_FAIL
+        )
     _warn(kube.notes)
     return out
 
@@ -253,8 +263,10 @@ def lookup_error(e: LookupFailed, kube: _Kube) -> CliError:
     if e.status == 404:
         return CliError(e.message, EXIT_NOT_FOUND)
     if e.status == 409:
-        retry = "".join(f"\n  {c['kind'].lower()}.{c['apiVersion'].rpartition('/')[0] or c['apiVersion']}/"
-                        f"{c['name']}" for c in e.candidates)
+        retry = "".join(
+            f"\n  {c['kind'].lower()}.{c['apiVersion'].rpartition('/')[0] or c['apiVersion']}/{c['name']}"
+            for c in e.candidates
+        )
         return CliError(e.message + (f"; one of:{retry}" if retry else ""), EXIT_USAGE)
     if e.status == 422:
         return CliError(e.message, EXIT_USAGE)
@@ -311,6 +323,7 @@ def age(created: str | None, now: datetime | None = None) -> str:
 
 # -- describe ------------------------------------------------------------------------------
 
+
 def split_target(target: str, name: str | None) -> tuple[str, str]:
     """`TYPE/NAME` or `TYPE NAME`, as kubectl takes them."""
     kind, slash, inline = target.partition("/")
@@ -336,8 +349,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
     if args.context:  # a named context is the cluster the workload was read from (as the service says it)
         result = {"cluster": args.context, **result}
     if args.output == "tree":
-        print("\n".join(describe_lines(result, (obj.get("metadata") or {}).get("creationTimestamp"),
-                                        args.pod_limit, args.component_limit)))
+        print(
+            "\n".join(
+                describe_lines(
+                    result, (obj.get("metadata") or {}).get("creationTimestamp"), args.pod_limit, args.component_limit
+                )
+            )
+        )
         warnings = (result.get("warnings") or []) + warnings
     else:
         write_output(result, args.output)
@@ -358,8 +376,9 @@ async def served_kinds(kube: Any, workloads: Any, kind: str) -> list[Any]:
     return kinds
 
 
-async def _describe(args: argparse.Namespace, kind: str, name: str,
-                    ns: str) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+async def _describe(
+    args: argparse.Namespace, kind: str, name: str, ns: str
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     async with open_session(args, args.context) as (kube, workloads, seen):
         kinds: list[Any] = []
         try:
@@ -448,20 +467,38 @@ def _live_tree(result: dict[str, Any], pod_limit: int | None = None, component_l
             below = pod_rows([pod_row(p, instances[0]) for (c, _), ps in pods.items() if c == name for p in ps])
         elif any(i["id"] is not None for i in instances):
             below = pod_rows([pod_row(p, {}) for p in pods.get((name, None), [])])
-            below += _limit([(str(i["id"]), [f"{(i.get('live') or {}).get('ready', 0)}/{i['totals']['pods']} ready",
-                                             _gpu(i["totals"]["gpus"]), ",".join((i.get("live") or {}).get("nodes")
-                                                                                 or [])],
-                              pod_rows([pod_row(p, i) for p in pods.get((name, i["id"]), [])])) for i in instances],
-                            component_limit, "instances")
+            below += _limit(
+                [
+                    (
+                        str(i["id"]),
+                        [
+                            f"{(i.get('live') or {}).get('ready', 0)}/{i['totals']['pods']} ready",
+                            _gpu(i["totals"]["gpus"]),
+                            ",".join((i.get("live") or {}).get("nodes") or []),
+                        ],
+                        pod_rows([pod_row(p, i) for p in pods.get((name, i["id"]), [])]),
+                    )
+                    for i in instances
+                ],
+                component_limit,
+                "instances",
+            )
         elif instances:
             below = pod_rows([pod_row(p, instances[0]) for p in pods.get((name, instances[0]["id"]), [])])
         if not root:
             below += _limit([component(c) for c in node["children"]], component_limit, "components")
-        return name, [f"{ready}/{'?' if desired is None else desired} ready", _gpu(gpus), ",".join(sorted(nodes))], below
+        return (
+            name,
+            [f"{ready}/{'?' if desired is None else desired} ready", _gpu(gpus), ",".join(sorted(nodes))],
+            below,
+        )
 
     tree = result["tree"]
-    return _limit(([component(tree, root=True)] if tree["podBearing"] else []) + [component(c) for c in tree["children"]],
-                  component_limit, "components")
+    return _limit(
+        ([component(tree, root=True)] if tree["podBearing"] else []) + [component(c) for c in tree["children"]],
+        component_limit,
+        "components",
+    )
 
 
 def diagnosis_lines(entries: list[dict[str, Any]] | None) -> list[str]:
@@ -486,12 +523,17 @@ def diagnosis_lines(entries: list[dict[str, Any]] | None) -> list[str]:
     return out
 
 
-def describe_lines(result: dict[str, Any], created: str | None = None, pod_limit: int | None = None,
-                   component_limit: int | None = None) -> list[str]:
+def describe_lines(
+    result: dict[str, Any], created: str | None = None, pod_limit: int | None = None, component_limit: int | None = None
+) -> list[str]:
     """Header, the live tree, phase, resources table (see `_live_tree` for the limits)."""
     w, d, st = result["workload"], result["definition"], result.get("status")
-    head = [f"{w['kind']}/{w['name']}", *([f"cluster: {result['cluster']}"] if result.get("cluster") else []),
-            f"namespace: {w.get('namespace') or '<none>'}", f"definition: {d['name']} ({d['source']})"]
+    head = [
+        f"{w['kind']}/{w['name']}",
+        *([f"cluster: {result['cluster']}"] if result.get("cluster") else []),
+        f"namespace: {w.get('namespace') or '<none>'}",
+        f"definition: {d['name']} ({d['source']})",
+    ]
     if created:
         head.append(f"age: {age(created)}")
     out = ["   ".join(head)]
@@ -545,8 +587,9 @@ def resource_rows(result: dict[str, Any], component_limit: int | None = None) ->
         if t is None:  # not computed: unknown, never a partial sum
             return [label, "?", "?", "?", "?"] + ["?"] * len(extra)
         req, acc = t["requests"], t.get("accelerators") or {}
-        return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")] + \
-            [str(acc.get(a, 0)) for a in extra]
+        return [label, str(t["pods"]), str(t["gpus"]), req.get("cpu", "0"), req.get("memory", "0")] + [
+            str(acc.get(a, 0)) for a in extra
+        ]
 
     rows = [["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY"] + extra] + [row(label, t) for label, t in labelled]
     if more:
@@ -556,10 +599,12 @@ def resource_rows(result: dict[str, Any], component_limit: int | None = None) ->
 
 # -- get -----------------------------------------------------------------------------------
 
+
 def cmd_get(args: argparse.Namespace) -> int:
     if args.kind and "/" in args.kind:
-        raise CliError(f'get lists workloads: give a TYPE, not "{args.kind}" (see one with `wlmap describe '
-                       f'{args.kind}`)')
+        raise CliError(
+            f'get lists workloads: give a TYPE, not "{args.kind}" (see one with `wlmap describe {args.kind}`)'
+        )
     check_auth_flags(args)
     try:  # before any request: a bad selector is a usage error
         selector = parse_selector(args.selector) if args.selector else None
@@ -589,14 +634,21 @@ def cmd_get(args: argparse.Namespace) -> int:
             print(f"No workloads found in {where}.", file=sys.stderr)
     else:
         print("\n".join(get_lines(result["items"], cluster=names is not None, wide=args.output == "wide")))
+
         def at(i: dict[str, Any]) -> str:  # which context a row came from, when several were read
             return f"context {i['cluster']}: " if "cluster" in i else ""
 
-        warnings += [f"{at(i)}could not interpret {i['workload']['kind']}/{i['workload']['name']}: {i['error']}"
-                     for i in result["items"] if i.get("error")]
-        warnings += [f"{at(i)}{i['workload']['kind']}/{i['workload']['name']} is incomplete (*): "
-                     + "; ".join(e["message"] for e in i.get("errors") or [])
-                     for i in result["items"] if i.get("complete") is False]
+        warnings += [
+            f"{at(i)}could not interpret {i['workload']['kind']}/{i['workload']['name']}: {i['error']}"
+            for i in result["items"]
+            if i.get("error")
+        ]
+        warnings += [
+            f"{at(i)}{i['workload']['kind']}/{i['workload']['name']} is incomplete (*): "
+            + "; ".join(e["message"] for e in i.get("errors") or [])
+            for i in result["items"]
+            if i.get("complete") is False
+        ]
     _warn(warnings)
     if some_answered:  # each NAME asked for that no row has, as kubectl: the others are still printed
         for n in missing:
@@ -619,18 +671,19 @@ def _named_contexts(args: argparse.Namespace) -> list[str] | None:
     known, _ = contexts(args.kubeconfig)
     if args.all_contexts:
         if not known:
-            raise CliError(f"no contexts in the kubeconfig ({', '.join(kubeconfig_paths(args.kubeconfig))})",
-                           EXIT_FAIL)
+            raise CliError(f"no contexts in the kubeconfig ({', '.join(kubeconfig_paths(args.kubeconfig))})", EXIT_FAIL)
         return known
     missing = [n for n in args.context if n not in known]
     if missing:
-        raise CliError(f'no context "{missing[0]}" in the kubeconfig '
-                       f"({', '.join(kubeconfig_paths(args.kubeconfig))})", EXIT_FAIL)
+        raise CliError(
+            f'no context "{missing[0]}" in the kubeconfig ({", ".join(kubeconfig_paths(args.kubeconfig))})', EXIT_FAIL
+        )
     return list(dict.fromkeys(args.context))
 
 
-async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dict[str, Any], list[str],
-                                                                               list[tuple[str, CliError]], list[str]]:
+async def _get_contexts(
+    args: argparse.Namespace, names: list[str]
+) -> tuple[dict[str, Any], list[str], list[tuple[str, CliError]], list[str]]:
     """Every named context read at the same time, each within --context-timeout, merged into the
     shape of the service's multi-cluster GET /workloads: rows gain `cluster`, warnings name it,
     `clusters` says which answered.  Returns that, the warnings for stderr ("context b: …"), the
@@ -643,8 +696,9 @@ async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dic
 
     async def one(ctx: str) -> tuple[dict[str, Any], list[str]] | CliError:
         try:
-            return await asyncio.wait_for(_get(args, namespace(ctx), ctx, registry, f"context {ctx}: "),
-                                          args.context_timeout)
+            return await asyncio.wait_for(
+                _get(args, namespace(ctx), ctx, registry, f"context {ctx}: "), args.context_timeout
+            )
         except CliError as e:
             return e
         except TimeoutError:
@@ -656,7 +710,7 @@ async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dic
     printed: list[str] = []  # stderr's ("context b: …"; a failure is an error line of its own)
     failures: list[tuple[str, CliError]] = []
     clusters: list[dict[str, Any]] = []
-    for ctx, part in zip(names, parts):
+    for ctx, part in zip(names, parts, strict=False):
         if isinstance(part, CliError):
             failures.append((ctx, part))
             out_warnings.append(f"cluster {ctx}: {_redact(str(part), args.kubeconfig)}; its workloads are left out")
@@ -669,15 +723,28 @@ async def _get_contexts(args: argparse.Namespace, names: list[str]) -> tuple[dic
         clusters.append({"name": ctx, "available": True, "synced": True, "freshness": result["freshness"]})
     rows.sort(key=lambda r: r["cluster"])  # stable: by cluster, then each cluster's own order
     fresh = [c["freshness"] for c in clusters if c["freshness"]]
-    freshness = {"source": "direct", "resourceVersion": None, "observedAt": min(f["observedAt"] for f in fresh),
-                 "watching": False} if fresh else None
+    freshness = (
+        {
+            "source": "direct",
+            "resourceVersion": None,
+            "observedAt": min(f["observedAt"] for f in fresh),
+            "watching": False,
+        }
+        if fresh
+        else None
+    )
     merged = {"items": rows, "warnings": sorted(set(out_warnings)), "freshness": freshness, "clusters": clusters}
     return merged, printed, failures, [namespace(n) or "" for n in names]
 
 
-async def _get(args: argparse.Namespace, ns: str | None, context: str | None = None, registry: Registry | None = None,
-               label: str = "") -> tuple[dict[str, Any], list[str]]:
-    async with open_session(args, context, registry, label) as (kube, workloads, seen):
+async def _get(
+    args: argparse.Namespace,
+    ns: str | None,
+    context: str | None = None,
+    registry: Registry | None = None,
+    label: str = "",
+) -> tuple[dict[str, Any], list[str]]:
+    async with open_session(args, context, registry, label) as (kube, workloads, _seen):
         try:
             if args.kind:
                 kinds = await workloads.known(args.kind)
@@ -691,9 +758,12 @@ async def _get(args: argparse.Namespace, ns: str | None, context: str | None = N
         if not result["items"] and kube.denied and not kube.listed:
             # Every list was refused: an empty table would read as "there are none".
             refused = sorted(e.message for e in kube.denied)
-            raise CliError(refused[0] if len(refused) == 1 else
-                           f"not allowed to list any workload type ({len(refused)} refused), e.g. {refused[0]}",
-                           EXIT_FAIL)
+            raise CliError(
+                refused[0]
+                if len(refused) == 1
+                else f"not allowed to list any workload type ({len(refused)} refused), e.g. {refused[0]}",
+                EXIT_FAIL,
+            )
         return result, kube.warnings()
 
 
@@ -711,16 +781,30 @@ def get_lines(items: list[dict[str, Any]], cluster: bool = False, wide: bool = F
     groups: dict[str, set[str]] = {}
     for i in items:
         groups.setdefault(i["workload"]["kind"], set()).add(i["workload"]["apiVersion"].rpartition("/")[0])
-    rows = [["CLUSTER"] * cluster + ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]
-            + ["COMPONENTS", "REASON"] * wide]
+    rows = [
+        ["CLUSTER"] * cluster
+        + ["NAME", "NAMESPACE", "KIND", "PHASE", "READY", "GPUS", "AGE"]
+        + ["COMPONENTS", "REASON"] * wide
+    ]
     for i in items:
         w, pods = i["workload"], i["pods"]
         group = w["apiVersion"].rpartition("/")[0]
         kind = f"{w['kind']}.{group}" if len(groups[w["kind"]]) > 1 and group else w["kind"]
         ready = "/".join("?" if n is None else str(n) for n in (pods["ready"], pods["desired"]))
-        phase = (i["phase"] or ("<unknown>" if i.get("complete") is False else "<error>")) \
-            + ("*" if i.get("complete") is False else "")  # *: a part could not be read (see the warnings)
-        rows.append([i.get("cluster", "")] * cluster + [w["name"], w.get("namespace") or "<none>", kind, phase, ready,
-                     "?" if i["gpus"] is None else str(i["gpus"]), age(i.get("createdAt"))]
-                    + [listing.components_cell(i), i.get("reason") or ""] * wide)
+        phase = (i["phase"] or ("<unknown>" if i.get("complete") is False else "<error>")) + (
+            "*" if i.get("complete") is False else ""
+        )  # *: a part could not be read (see the warnings)
+        rows.append(
+            [i.get("cluster", "")] * cluster
+            + [
+                w["name"],
+                w.get("namespace") or "<none>",
+                kind,
+                phase,
+                ready,
+                "?" if i["gpus"] is None else str(i["gpus"]),
+                age(i.get("createdAt")),
+            ]
+            + [listing.components_cell(i), i.get("reason") or ""] * wide
+        )
     return render.table_lines(rows)

@@ -41,6 +41,7 @@ from .offline import resolve as _resolve
 
 # -- interpret -----------------------------------------------------------------------------
 
+
 def cmd_interpret(args: argparse.Namespace) -> int:
     registry = build_registry(args.definition)
     pods = None
@@ -62,9 +63,18 @@ def cmd_interpret(args: argparse.Namespace) -> int:
             failed = True
             no_def = no_def or out.code == EXIT_NO_DEFINITION
             missing = out.code == EXIT_NO_DEFINITION
-            results.append({"error": problem_body(404 if missing else 422, "no-definition" if missing else
-                                                  "interpretation-failed", "Cannot interpret", str(out), None,
-                                                  getattr(out, "errors", None))})
+            results.append(
+                {
+                    "error": problem_body(
+                        404 if missing else 422,
+                        "no-definition" if missing else "interpretation-failed",
+                        "Cannot interpret",
+                        str(out),
+                        None,
+                        getattr(out, "errors", None),
+                    )
+                }
+            )
         else:
             results.append(out)
     ok = [r for r in results if "error" not in r]
@@ -95,6 +105,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
 
 # -- definitions ---------------------------------------------------------------------------
 
+
 def cmd_list(args: argparse.Namespace) -> int:
     registry = build_registry(args.definition)
     if args.kubeconfig or args.context:
@@ -104,8 +115,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows, defs = [], []
     for d in registry.active():
         g, v, k = d.gvk or ("", "", "")
-        if (args.group is not None and g != args.group) or (args.kind and k.lower() != args.kind.lower()) \
-                or (args.version and v != args.version):
+        if (
+            (args.group is not None and g != args.group)
+            or (args.kind and k.lower() != args.kind.lower())
+            or (args.version and v != args.version)
+        ):
             continue
         rows.append({"name": d.name, "group": g, "version": v, "kind": k, "source": d.source, "digest": d.digest})
         defs.append(d)
@@ -120,10 +134,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     # ORIGIN: where the definition came from (builtin, directory, configmap, cluster).
     table = [["NAME", "KIND", "GROUP/VERSION", "ORIGIN", "COMPONENTS"]]
-    for r, d in zip(rows, defs):
+    for r, d in zip(rows, defs, strict=False):
         comps = [c.name or "" for c in d.karta.components]
-        table.append([r["name"], r["kind"], f"{r['group']}/{r['version']}" if r["group"] else r["version"],
-                      r["source"], ", ".join(comps)])
+        table.append(
+            [
+                r["name"],
+                r["kind"],
+                f"{r['group']}/{r['version']}" if r["group"] else r["version"],
+                r["source"],
+                ", ".join(comps),
+            ]
+        )
     print("\n".join(render.table_lines(table, gap=2)))
     return EXIT_OK
 
@@ -147,8 +168,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"{ev['native']} of {ev['expressions']} expressions run natively (the rest through libjq)")
         rows = [["STAGE", "HOW", "EXPRESSION", "WHY NOT NATIVE"]]
         for x in ev["items"]:
-            rows.append([x["stage"], "native" if x["native"] else "libjq", " ".join(x["expression"].split())[:70],
-                         x["reason"] or ""])
+            rows.append(
+                [
+                    x["stage"],
+                    "native" if x["native"] else "libjq",
+                    " ".join(x["expression"].split())[:70],
+                    x["reason"] or "",
+                ]
+            )
         print("\n".join(render.table_lines(rows, gap=2)))
         return EXIT_OK
     if args.output == "json":
@@ -222,6 +249,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 # -- describe, get (live) ------------------------------------------------------------------
 
+
 def cmd_describe(args: argparse.Namespace) -> int:
     from .live import (
         cmd_describe as run,  # imported late: the cluster client is not needed offline
@@ -238,6 +266,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 # -- completion ----------------------------------------------------------------------------
 
+
 def cmd_completion(args: argparse.Namespace) -> int:
     from .completion import SHELLS
 
@@ -246,6 +275,7 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 # -- serve ---------------------------------------------------------------------------------
+
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..service.serve import serve
@@ -265,27 +295,45 @@ def _count(text: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--definition", action="append", default=[], metavar="FILE_OR_DIR",
-                        help="extra definitions, taking precedence over built-in ones for the same root GVK "
-                             "(repeatable)")
+    common.add_argument(
+        "--definition",
+        action="append",
+        default=[],
+        metavar="FILE_OR_DIR",
+        help="extra definitions, taking precedence over built-in ones for the same root GVK (repeatable)",
+    )
     from ..service.flags import add_resource_arguments, add_serve_arguments
 
     add_resource_arguments(common)
     # How to reach a cluster: kubectl's flags on top of the kubeconfig (get, describe, definitions list).
     connection = argparse.ArgumentParser(add_help=False)
-    connection.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: $KUBECONFIG, "
-                                                                 "~/.kube/config, or the pod's service account)")
-    connection.add_argument("--as", dest="as_user", metavar="USER",
-                            help="impersonate USER (an Impersonate-User header on every request, as kubectl --as)")
-    connection.add_argument("--as-group", action="append", metavar="GROUP",
-                            help="impersonate GROUP too (repeatable; needs --as)")
-    connection.add_argument("--token", metavar="TOKEN", help="bearer token for the API server, instead of the "
-                                                             "kubeconfig user's credentials")
-    connection.add_argument("--request-timeout", type=request_timeout, default=30.0, metavar="DURATION",
-                            help="time one API request may take: seconds or a duration (30s, 2m); 0: the client's "
-                                 "default (default 30s)")
-    connection.add_argument("--insecure-skip-tls-verify", action="store_true",
-                            help="do not check the API server's certificate (insecure)")
+    connection.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)",
+    )
+    connection.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="USER",
+        help="impersonate USER (an Impersonate-User header on every request, as kubectl --as)",
+    )
+    connection.add_argument(
+        "--as-group", action="append", metavar="GROUP", help="impersonate GROUP too (repeatable; needs --as)"
+    )
+    connection.add_argument(
+        "--token", metavar="TOKEN", help="bearer token for the API server, instead of the kubeconfig user's credentials"
+    )
+    connection.add_argument(
+        "--request-timeout",
+        type=request_timeout,
+        default=30.0,
+        metavar="DURATION",
+        help="time one API request may take: seconds or a duration (30s, 2m); 0: the client's default (default 30s)",
+    )
+    connection.add_argument(
+        "--insecure-skip-tls-verify", action="store_true", help="do not check the API server's certificate (insecure)"
+    )
     p = argparse.ArgumentParser(prog="wlmap", description="Interpret Kubernetes AI workloads with Karta definitions.")
     p.add_argument("--version", action="version", version=f"wlmap {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -294,20 +342,32 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("files", nargs="+", metavar="FILE", help="YAML/JSON manifests ('-' for stdin)")
     i.add_argument("-o", "--output", choices=["tree", "json", "jsonl", "yaml"], default="tree")
     i.add_argument("--pods", metavar="FILE", help="pods of the workload, to place them and make gang groups concrete")
-    i.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
-                   help="time limit of one evaluation with a definition that is not built in (default 10, as the "
-                        "reference runner)")
+    i.add_argument(
+        "--eval-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time limit of one evaluation with a definition that is not built in (default 10, as the "
+        "reference runner)",
+    )
     i.set_defaults(func=cmd_interpret)
 
     update.add_parser(sub, common)
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")
     dsub = d.add_subparsers(dest="action", required=True)
-    dl = dsub.add_parser("list", parents=[common, connection], help="definitions in use, one per root GVK",
-                         description="Offline: the built-in catalog and --definition folders. With --kubeconfig or "
-                                     "--context also the cluster's Karta resources (ORIGIN cluster).")
-    dl.add_argument("--context", metavar="CTX", help="read the Karta resources of this kubeconfig context (with "
-                                                     "--kubeconfig alone: its current context)")
+    dl = dsub.add_parser(
+        "list",
+        parents=[common, connection],
+        help="definitions in use, one per root GVK",
+        description="Offline: the built-in catalog and --definition folders. With --kubeconfig or "
+        "--context also the cluster's Karta resources (ORIGIN cluster).",
+    )
+    dl.add_argument(
+        "--context",
+        metavar="CTX",
+        help="read the Karta resources of this kubeconfig context (with --kubeconfig alone: its current context)",
+    )
     dl.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
     dl.add_argument("--group", metavar="GROUP", help='only definitions of this API group ("" for the core group)')
     dl.add_argument("--kind", metavar="KIND", help="only definitions of this Kind (any case)")
@@ -316,11 +376,15 @@ def parser() -> argparse.ArgumentParser:
     ds = dsub.add_parser("show", parents=[common], help="print one definition")
     ds.add_argument("name")
     ds.add_argument("-o", "--output", choices=["yaml", "json"], default="yaml")
-    ds.add_argument("--evaluation", action="store_true",
-                    help="say how each expression is evaluated: natively, or through libjq (and why)")
+    ds.add_argument(
+        "--evaluation",
+        action="store_true",
+        help="say how each expression is evaluated: natively, or through libjq (and why)",
+    )
     ds.set_defaults(func=cmd_show)
-    dv = dsub.add_parser("validate", parents=[common], help="check definition files (exit 0 valid, 1 invalid, "
-                                                            "2 unreadable)")
+    dv = dsub.add_parser(
+        "validate", parents=[common], help="check definition files (exit 0 valid, 1 invalid, 2 unreadable)"
+    )
     dv.add_argument("files", nargs="+", metavar="FILE")
     dv.set_defaults(func=cmd_validate)
     dt = dsub.add_parser("test", parents=[common], help="run the fixture cases of definition folders")
@@ -329,63 +393,127 @@ def parser() -> argparse.ArgumentParser:
     dt.set_defaults(func=cmd_test)
 
     live = argparse.ArgumentParser(add_help=False, parents=[common, connection])
-    live.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
-                      help="time limit of one evaluation with a definition that is not built in (default 10)")
+    live.add_argument(
+        "--eval-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time limit of one evaluation with a definition that is not built in (default 10)",
+    )
     ns_help = "namespace (default: the kubeconfig context's, else default)"
-    de = sub.add_parser("describe", parents=[live], help="one live workload: components, instances, pods, resources",
-                        description="Exit codes: 0 ok, 1 cluster or authorization error, 2 usage, 3 workload or "
-                                    "its type not in the cluster, 4 no definition covers the type.")
-    de.add_argument("target", metavar="TYPE[/NAME]",
-                    help="TYPE: a Kind or plural, optionally qualified by group (jobset, jobsets.jobset.x-k8s.io)")
+    de = sub.add_parser(
+        "describe",
+        parents=[live],
+        help="one live workload: components, instances, pods, resources",
+        description="Exit codes: 0 ok, 1 cluster or authorization error, 2 usage, 3 workload or "
+        "its type not in the cluster, 4 no definition covers the type.",
+    )
+    de.add_argument(
+        "target",
+        metavar="TYPE[/NAME]",
+        help="TYPE: a Kind or plural, optionally qualified by group (jobset, jobsets.jobset.x-k8s.io)",
+    )
     de.add_argument("name", nargs="?", metavar="NAME", help="the workload's name, unless given as TYPE/NAME")
     de.add_argument("-n", "--namespace", help=ns_help)
-    de.add_argument("--context", metavar="CTX", help="kubeconfig context (default: its current context); the "
-                                                     "output then names it as the cluster")
-    de.add_argument("-o", "--output", choices=["tree", "json", "yaml"], default="tree",
-                    help="json/yaml: what GET /workloads/{namespace}/{name} returns")
-    de.add_argument("--pod-limit", type=_count, metavar="N",
-                    help="show at most N pods under each component or instance (then a '… K more pods' line)")
-    de.add_argument("--component-limit", type=_count, metavar="N",
-                    help="show at most N components (and instances) at each level of the tree and in the "
-                         "resources table (then a '… K more' line)")
+    de.add_argument(
+        "--context",
+        metavar="CTX",
+        help="kubeconfig context (default: its current context); the output then names it as the cluster",
+    )
+    de.add_argument(
+        "-o",
+        "--output",
+        choices=["tree", "json", "yaml"],
+        default="tree",
+        help="json/yaml: what GET /workloads/{namespace}/{name} returns",
+    )
+    de.add_argument(
+        "--pod-limit",
+        type=_count,
+        metavar="N",
+        help="show at most N pods under each component or instance (then a '… K more pods' line)",
+    )
+    de.add_argument(
+        "--component-limit",
+        type=_count,
+        metavar="N",
+        help="show at most N components (and instances) at each level of the tree and in the "
+        "resources table (then a '… K more' line)",
+    )
     de.set_defaults(func=cmd_describe)
     actions.add_parsers(sub, live)
-    ge = sub.add_parser("get", parents=[live], help="list live workloads of every known type (or of one TYPE)",
-                        description="Exit codes: 0 ok (also when none is found), 1 cluster or authorization "
-                                    "error, 2 usage, 4 no definition covers TYPE. With several contexts, one "
-                                    "that fails is named on stderr and the others are still listed; the exit "
-                                    "code is then 1 (or the failure's own code when every context failed "
-                                    "alike).")
+    ge = sub.add_parser(
+        "get",
+        parents=[live],
+        help="list live workloads of every known type (or of one TYPE)",
+        description="Exit codes: 0 ok (also when none is found), 1 cluster or authorization "
+        "error, 2 usage, 4 no definition covers TYPE. With several contexts, one "
+        "that fails is named on stderr and the others are still listed; the exit "
+        "code is then 1 (or the failure's own code when every context failed "
+        "alike).",
+    )
     ge.add_argument("kind", nargs="?", metavar="TYPE", help="only this type (Kind or plural, optionally .group)")
-    ge.add_argument("names", nargs="*", metavar="NAME", help="only these workloads of TYPE (a NAME not found is "
-                                                             "an error, exit 3; the others are still listed)")
-    ge.add_argument("--phase", action="append", metavar="PHASE",
-                    help="only workloads in this phase (repeatable, or comma-separated: Running,Failed)")
-    ge.add_argument("-l", "--selector", metavar="SELECTOR",
-                    help="label selector on the workload's labels, Kubernetes syntax (team=a,tier in (gpu),!x)")
-    ge.add_argument("--sort-by", choices=listing.SORT_CHOICES, metavar="KEY",
-                    help=f"sort by KEY, descending with a leading '-' ({', '.join(listing.SORT_KEYS)}; "
-                         "e.g. -gpus; age: youngest first, -age oldest first)")
+    ge.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="only these workloads of TYPE (a NAME not found is an error, exit 3; the others are still listed)",
+    )
+    ge.add_argument(
+        "--phase",
+        action="append",
+        metavar="PHASE",
+        help="only workloads in this phase (repeatable, or comma-separated: Running,Failed)",
+    )
+    ge.add_argument(
+        "-l",
+        "--selector",
+        metavar="SELECTOR",
+        help="label selector on the workload's labels, Kubernetes syntax (team=a,tier in (gpu),!x)",
+    )
+    ge.add_argument(
+        "--sort-by",
+        choices=listing.SORT_CHOICES,
+        metavar="KEY",
+        help=f"sort by KEY, descending with a leading '-' ({', '.join(listing.SORT_KEYS)}; "
+        "e.g. -gpus; age: youngest first, -age oldest first)",
+    )
     where = ge.add_mutually_exclusive_group()
     where.add_argument("-n", "--namespace", help=ns_help)
     where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
-    ge.add_argument("-o", "--output", choices=["table", "wide", "json", "yaml"], default="table",
-                    help="wide: also COMPONENTS and REASON; json/yaml: what GET /workloads returns (rows with "
-                         "labels and components)")
+    ge.add_argument(
+        "-o",
+        "--output",
+        choices=["table", "wide", "json", "yaml"],
+        default="table",
+        help="wide: also COMPONENTS and REASON; json/yaml: what GET /workloads returns (rows with "
+        "labels and components)",
+    )
     which = ge.add_mutually_exclusive_group()
-    which.add_argument("--context", action="append", metavar="CTX",
-                       help="kubeconfig context to read (repeatable; default: the current context). Naming "
-                            "contexts adds a CLUSTER column (a `cluster` field in json/yaml)")
-    which.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig, "
-                                                                   "concurrently")
-    ge.add_argument("--context-timeout", type=float, default=10.0, metavar="SECONDS",
-                    help="with --context/--all-contexts: the time one context may take before it is reported "
-                         "as not answering and left out (default 10)")
+    which.add_argument(
+        "--context",
+        action="append",
+        metavar="CTX",
+        help="kubeconfig context to read (repeatable; default: the current context). Naming "
+        "contexts adds a CLUSTER column (a `cluster` field in json/yaml)",
+    )
+    which.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig, concurrently")
+    ge.add_argument(
+        "--context-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --context/--all-contexts: the time one context may take before it is reported "
+        "as not answering and left out (default 10)",
+    )
     ge.set_defaults(func=cmd_get)
 
-    co = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
-                        description="bash: source <(wlmap completion bash)   zsh: source <(wlmap completion zsh)   "
-                                    "fish: wlmap completion fish | source")
+    co = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="bash: source <(wlmap completion bash)   zsh: source <(wlmap completion zsh)   "
+        "fish: wlmap completion fish | source",
+    )
     co.add_argument("shell", choices=["bash", "zsh", "fish"])
     co.set_defaults(func=cmd_completion)
 

@@ -13,8 +13,12 @@ from ..karta.registry import AmbiguousDefinition, Registry
 from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, read_input
 
 
-async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], pods: list[dict[str, Any]] | None,
-                   deadline: float, options: EngineOptions) -> list[dict[str, Any] | CliError]:
+async def evaluate(
+    jobs: list[tuple[Any, Definition | None, CliError | None]],
+    pods: list[dict[str, Any]] | None,
+    deadline: float,
+    options: EngineOptions,
+) -> list[dict[str, Any] | CliError]:
     """Built-in definitions run in-process; user definitions in a worker killed at the deadline
     (the reference's runner stops an evaluation after 10 s); both with the command's `options`."""
     from ..engine.pool import EvaluationCrashed, EvaluationTimeout, Evaluator
@@ -36,8 +40,13 @@ async def evaluate(jobs: list[tuple[Any, Definition | None, CliError | None]], p
                 out.append(cli_err)
             except (EvaluationTimeout, EvaluationCrashed) as e:
                 cli_err = CliError(str(e), EXIT_FAIL)
-                cli_err.errors = [{"path": getattr(e, "path", ""), "message": str(e),  # type: ignore[attr-defined]
-                                   "expression": getattr(e, "expression", None)}]
+                cli_err.errors = [
+                    {
+                        "path": getattr(e, "path", ""),
+                        "message": str(e),
+                        "expression": getattr(e, "expression", None),
+                    }
+                ]
                 out.append(cli_err)
     finally:
         await ev.close()

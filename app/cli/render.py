@@ -7,7 +7,7 @@ from typing import Any
 
 def table_lines(rows: list[list[str]], gap: int = 3) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [(" " * gap).join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return [(" " * gap).join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
 
 
 def _replicas(inst: dict[str, Any]) -> str:
@@ -38,17 +38,49 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
         single = len(instances) == 1 and instances[0]["id"] is None
         t = node["totals"] or _UNKNOWN
         if node.get("error"):  # a component that could not be read: marked, nothing counted
-            rows.append([prefix + branch + node["name"] + " " + FAILED_MARK, _kind(node["kind"]), "", "", "?", "?",
-                         "?", "?", ""])
+            rows.append(
+                [
+                    prefix + branch + node["name"] + " " + FAILED_MARK,
+                    _kind(node["kind"]),
+                    "",
+                    "",
+                    "?",
+                    "?",
+                    "?",
+                    "?",
+                    "",
+                ]
+            )
         elif single:
             inst = instances[0]
             pod = inst.get("pod")
-            rows.append([prefix + branch + node["name"], _kind(node["kind"]), _replicas(inst),
-                         str(pod["gpus"]) if pod else "", str(t["pods"]), str(t["gpus"]),
-                         t["requests"].get("cpu", ""), t["requests"].get("memory", ""), _live(inst)])
+            rows.append(
+                [
+                    prefix + branch + node["name"],
+                    _kind(node["kind"]),
+                    _replicas(inst),
+                    str(pod["gpus"]) if pod else "",
+                    str(t["pods"]),
+                    str(t["gpus"]),
+                    t["requests"].get("cpu", ""),
+                    t["requests"].get("memory", ""),
+                    _live(inst),
+                ]
+            )
         else:
-            rows.append([prefix + branch + node["name"], _kind(node["kind"]), "", "", str(t["pods"]), str(t["gpus"]),
-                         t["requests"].get("cpu", ""), t["requests"].get("memory", ""), ""])
+            rows.append(
+                [
+                    prefix + branch + node["name"],
+                    _kind(node["kind"]),
+                    "",
+                    "",
+                    str(t["pods"]),
+                    str(t["gpus"]),
+                    t["requests"].get("cpu", ""),
+                    t["requests"].get("memory", ""),
+                    "",
+                ]
+            )
         child_prefix = prefix + ("" if not branch else ("    " if branch.startswith("└") else "│   "))
         items: list[tuple[str, Any]] = []
         if not single:
@@ -61,9 +93,19 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
             else:
                 it = item["totals"]
                 pod = item.get("pod")
-                rows.append([child_prefix + br + (item["id"] or "(default)"), "", _replicas(item),
-                             str(pod["gpus"]) if pod else "", str(it["pods"]), str(it["gpus"]),
-                             it["requests"].get("cpu", ""), it["requests"].get("memory", ""), _live(item)])
+                rows.append(
+                    [
+                        child_prefix + br + (item["id"] or "(default)"),
+                        "",
+                        _replicas(item),
+                        str(pod["gpus"]) if pod else "",
+                        str(it["pods"]),
+                        str(it["gpus"]),
+                        it["requests"].get("cpu", ""),
+                        it["requests"].get("memory", ""),
+                        _live(item),
+                    ]
+                )
 
     add(result["tree"], "", "")
     if not has_live:
@@ -96,8 +138,11 @@ _UNKNOWN = {"pods": "?", "gpus": "?", "requests": {"cpu": "?", "memory": "?"}}
 def phase_line(st: dict[str, Any] | None) -> str:
     if st is None:
         return "phase: unknown (the status could not be read)"
-    return (f"phase: {st['phase']}" + (f"   matched: {','.join(st['matched'])}" if st["matched"] != [st["phase"]] else "")
-            + (f"   raw phase: {st['rawPhase']}" if st.get("rawPhase") else ""))
+    return (
+        f"phase: {st['phase']}"
+        + (f"   matched: {','.join(st['matched'])}" if st["matched"] != [st["phase"]] else "")
+        + (f"   raw phase: {st['rawPhase']}" if st.get("rawPhase") else "")
+    )
 
 
 def error_lines(result: dict[str, Any]) -> list[str]:
@@ -120,10 +165,14 @@ def gang_lines(g: dict[str, Any] | None) -> list[str]:
     out = []
     if "podGroup" in g and g.get("mode") == "podGroup":
         pg = g["podGroup"]
-        subs = ", ".join(f"{s['name']}>={s['minAvailable']}" + (f" ({s['error']})" if s.get("error") else "")
-                         for s in pg.get("subGroups") or [])
-        out.append(f"gang: PodGroup {pg['name']} minAvailable={pg.get('minAvailable')} "
-                   f"minSubGroup={pg.get('minSubGroup')}" + (f"  subgroups: {subs}" if subs else ""))
+        subs = ", ".join(
+            f"{s['name']}>={s['minAvailable']}" + (f" ({s['error']})" if s.get("error") else "")
+            for s in pg.get("subGroups") or []
+        )
+        out.append(
+            f"gang: PodGroup {pg['name']} minAvailable={pg.get('minAvailable')} "
+            f"minSubGroup={pg.get('minSubGroup')}" + (f"  subgroups: {subs}" if subs else "")
+        )
     elif g.get("podGroups"):
         for grp in g["podGroups"]:
             members = ", ".join(f"{m['component']}>={m['minAvailable']}" for m in grp["members"])

@@ -48,34 +48,74 @@ def toleration(text: str) -> dict[str, str]:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    u = sub.add_parser("update", parents=[common], help="write labels, a scheduler, tolerations... into every pod of "
-                                                        "a workload (offline; prints the result or its JSON patch)",
-                       description="Exit codes: 0 ok, 1 refused (a field the definition has no path for, a path "
-                                   "that is not writable, a result that would not read back), 2 usage or an "
-                                   "unreadable file, 4 no definition covers the workload.")
+    u = sub.add_parser(
+        "update",
+        parents=[common],
+        help="write labels, a scheduler, tolerations... into every pod of "
+        "a workload (offline; prints the result or its JSON patch)",
+        description="Exit codes: 0 ok, 1 refused (a field the definition has no path for, a path "
+        "that is not writable, a result that would not read back), 2 usage or an "
+        "unreadable file, 4 no definition covers the workload.",
+    )
     u.add_argument("file", metavar="FILE", help="one workload manifest, YAML or JSON ('-' for stdin)")
-    u.add_argument("--set-label", action="append", type=_pair("--set-label"), default=[], metavar="KEY=VALUE",
-                   help="merge this label into the pods' labels (repeatable)")
-    u.add_argument("--set-annotation", action="append", type=_pair("--set-annotation"), default=[],
-                   metavar="KEY=VALUE", help="merge this annotation into the pods' annotations (repeatable)")
+    u.add_argument(
+        "--set-label",
+        action="append",
+        type=_pair("--set-label"),
+        default=[],
+        metavar="KEY=VALUE",
+        help="merge this label into the pods' labels (repeatable)",
+    )
+    u.add_argument(
+        "--set-annotation",
+        action="append",
+        type=_pair("--set-annotation"),
+        default=[],
+        metavar="KEY=VALUE",
+        help="merge this annotation into the pods' annotations (repeatable)",
+    )
     u.add_argument("--scheduler-name", metavar="NAME", help="the pods' scheduler")
     u.add_argument("--priority-class", metavar="NAME", help="the pods' priority class")
-    u.add_argument("--node-selector", action="append", type=_pair("--node-selector"), default=[],
-                   metavar="KEY=VALUE", help="merge into the pods' node selector (repeatable)")
-    u.add_argument("--toleration", action="append", type=toleration, default=[], metavar="KEY[=VALUE][:EFFECT]",
-                   help="add this toleration where it is not already there (repeatable)")
-    u.add_argument("--component", action="append", metavar="NAME",
-                   help="rewrite only this component (repeatable; default: every one that defines pods)")
+    u.add_argument(
+        "--node-selector",
+        action="append",
+        type=_pair("--node-selector"),
+        default=[],
+        metavar="KEY=VALUE",
+        help="merge into the pods' node selector (repeatable)",
+    )
+    u.add_argument(
+        "--toleration",
+        action="append",
+        type=toleration,
+        default=[],
+        metavar="KEY[=VALUE][:EFFECT]",
+        help="add this toleration where it is not already there (repeatable)",
+    )
+    u.add_argument(
+        "--component",
+        action="append",
+        metavar="NAME",
+        help="rewrite only this component (repeatable; default: every one that defines pods)",
+    )
     u.add_argument("-o", "--output", choices=["yaml", "json", "patch"], default="yaml")
-    u.add_argument("--eval-deadline", type=float, default=10.0, metavar="SECONDS",
-                   help="time limit of one evaluation with a definition that is not built in (default 10)")
+    u.add_argument(
+        "--eval-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time limit of one evaluation with a definition that is not built in (default 10)",
+    )
     u.set_defaults(func=cmd_update)
 
 
 def _set(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for field, pairs in (("labels", args.set_label), ("annotations", args.set_annotation),
-                         ("nodeSelector", args.node_selector)):
+    for field, pairs in (
+        ("labels", args.set_label),
+        ("annotations", args.set_annotation),
+        ("nodeSelector", args.node_selector),
+    ):
         if pairs:
             out[field] = dict(pairs)
     if args.scheduler_name is not None:
@@ -85,8 +125,10 @@ def _set(args: argparse.Namespace) -> dict[str, Any]:
     if args.toleration:
         out["tolerations"] = args.toleration
     if not out:
-        raise CliError("nothing to set: give --set-label, --set-annotation, --scheduler-name, --priority-class, "
-                       "--node-selector or --toleration")
+        raise CliError(
+            "nothing to set: give --set-label, --set-annotation, --scheduler-name, --priority-class, "
+            "--node-selector or --toleration"
+        )
     return out
 
 
@@ -101,29 +143,42 @@ def cmd_update(args: argparse.Namespace) -> int:
         tries = list(attempts(d, obj, set_, args.component))
     except UpdateError as e:
         raise CliError(e.message, EXIT_FAIL) from None
-    results = asyncio.run(evaluate([(obj, d, None)] + [(rw.object, d, None) for rw in tries], None,
-                                   args.eval_deadline, args.engine))
+    results = asyncio.run(
+        evaluate([(obj, d, None)] + [(rw.object, d, None) for rw in tries], None, args.eval_deadline, args.engine)
+    )
     for out in results:
         if isinstance(out, CliError):
             raise out
     before = results[0]
-    for rw, after in zip(tries, results[1:]):
+    for rw, after in zip(tries, results[1:], strict=False):
         moved = read_back_problems(before, after, set_, rw)  # type: ignore[arg-type]
         if not moved:
             break
     if moved:
-        raise CliError("the rewritten object would not read back as set: its interpretation also changes at "
-                       + ", ".join(moved[:5]) + "; a location shared with another component? name them all with "
-                       "--component", EXIT_FAIL)
+        raise CliError(
+            "the rewritten object would not read back as set: its interpretation also changes at "
+            + ", ".join(moved[:5])
+            + "; a location shared with another component? name them all with "
+            "--component",
+            EXIT_FAIL,
+        )
     for w in rw.writes:
         if "skipped" in w:
             print(f"note: component {w['component']}: {w['path'] or '/'} skipped ({w['skipped']})", file=sys.stderr)
     if args.output == "patch":
         print(json.dumps(rw.patch, ensure_ascii=False))
     elif args.output == "json":
-        print(dump_json({"object": rw.object, "patch": rw.patch, "changed": rw.changed,
-                          "components": rw.components, "writes": rw.writes}))
+        print(
+            dump_json(
+                {
+                    "object": rw.object,
+                    "patch": rw.patch,
+                    "changed": rw.changed,
+                    "components": rw.components,
+                    "writes": rw.writes,
+                }
+            )
+        )
     else:
         print(yaml.safe_dump(rw.object, sort_keys=False, allow_unicode=True), end="")
     return EXIT_OK
-

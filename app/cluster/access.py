@@ -37,8 +37,14 @@ class Caller:
 
 
 class Access:
-    def __init__(self, kube: Kube, ttl: float = 30.0, deny_ttl: float = 5.0, size: int = 4096,
-                 audiences: list[str] | tuple[str, ...] = ()):
+    def __init__(
+        self,
+        kube: Kube,
+        ttl: float = 30.0,
+        deny_ttl: float = 5.0,
+        size: int = 4096,
+        audiences: list[str] | tuple[str, ...] = (),
+    ):
         self.kube = kube
         # --token-audience: tokens must have been issued for one of these (empty: the API server's own).
         self.audiences = list(audiences)
@@ -58,8 +64,11 @@ class Access:
             if self.audiences:
                 spec["audiences"] = self.audiences
             try:
-                review = await self.kube.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews", body={
-                    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec})
+                review = await self.kube.request(
+                    "POST",
+                    "/apis/authentication.k8s.io/v1/tokenreviews",
+                    body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec},
+                )
             except KubeError as e:
                 raise AccessUnavailable(f"cannot check the token with the API server: {e.message}") from None
             st = review.get("status") or {}
@@ -69,28 +78,34 @@ class Access:
             bound = not self.audiences or set(st.get("audiences") or ()) & set(self.audiences)
             if st.get("authenticated") and bound:
                 u = st.get("user") or {}
-                caller = Caller(str(u.get("username") or ""), str(u.get("uid") or ""),
-                                tuple(u.get("groups") or ()),
-                                tuple(sorted((k, tuple(v)) for k, v in (u.get("extra") or {}).items())))
+                caller = Caller(
+                    str(u.get("username") or ""),
+                    str(u.get("uid") or ""),
+                    tuple(u.get("groups") or ()),
+                    tuple(sorted((k, tuple(v)) for k, v in (u.get("extra") or {}).items())),
+                )
             self._tokens[key] = caller
         if caller is None:
             raise Unauthenticated("the bearer token is not valid")
         return caller
 
-    async def allowed(self, caller: Caller, verb: str, res: Resource, namespace: str | None,
-                      name: str | None = None) -> bool:
+    async def allowed(
+        self, caller: Caller, verb: str, res: Resource, namespace: str | None, name: str | None = None
+    ) -> bool:
         attrs: dict[str, Any] = {"verb": verb, "group": res.group, "version": res.version, "resource": res.plural}
         if namespace:
             attrs["namespace"] = namespace
         if name:
             attrs["name"] = name
-        return await self._review(caller, (caller, verb, res.group, res.plural, namespace, name),
-                                  {"resourceAttributes": attrs})
+        return await self._review(
+            caller, (caller, verb, res.group, res.plural, namespace, name), {"resourceAttributes": attrs}
+        )
 
     async def allowed_path(self, caller: Caller, verb: str, path: str) -> bool:
         """A non-resource URL (as kube-rbac-proxy authorizes metrics scrapes)."""
-        return await self._review(caller, (caller, verb, "nonResource", path),
-                                  {"nonResourceAttributes": {"verb": verb, "path": path}})
+        return await self._review(
+            caller, (caller, verb, "nonResource", path), {"nonResourceAttributes": {"verb": verb, "path": path}}
+        )
 
     async def _review(self, caller: Caller, key: tuple[Any, ...], attributes: dict[str, Any]) -> bool:
         if key in self._allowed:
@@ -104,8 +119,11 @@ class Access:
             spec["extra"] = {k: list(v) for k, v in caller.extra}
         self.reviews += 1
         try:
-            review = await self.kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body={
-                "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec})
+            review = await self.kube.request(
+                "POST",
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                body={"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
+            )
         except KubeError as e:
             raise AccessUnavailable(f"cannot check permissions with the API server: {e.message}") from None
         ok = bool((review.get("status") or {}).get("allowed"))

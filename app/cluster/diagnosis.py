@@ -32,25 +32,52 @@ EVENT_MAX_AGE = 3600.0  # seconds: an Event last seen longer ago is history (the
 
 # Container waiting reasons that stop a pod for good until someone acts (the others are steps of
 # a normal start, or unknown: a warning).
-_WAITING_ERRORS = {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull",
-                   "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "PreCreateHookError",
-                   "PostStartHookError", "ErrImageInspect", "RegistryUnavailable"}
+_WAITING_ERRORS = {
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+    "PreCreateHookError",
+    "PostStartHookError",
+    "ErrImageInspect",
+    "RegistryUnavailable",
+}
 _WAITING_NORMAL = {"ContainerCreating", "PodInitializing"}
 # ErrImagePull and ImagePullBackOff alternate for one cause: one entry.
 _SAME_AS = {"ErrImagePull": "ImagePullBackOff"}
 
 # Warning Event reasons that mean something failed (the rest are warnings).
-_EVENT_ERRORS = {"FailedCreate", "FailedMount", "FailedAttachVolume", "FailedScheduling", "BackoffLimitExceeded",
-                 "DeadlineExceeded", "Failed", "FailedCreatePodSandBox", "Evicted", "ProvisioningFailed",
-                 "FailedBinding", "FailedPostStartHook", "FailedValidation", "PodFailurePolicy",
-                 "MaxFailedIndexesExceeded", "FailedAdmission"}
+_EVENT_ERRORS = {
+    "FailedCreate",
+    "FailedMount",
+    "FailedAttachVolume",
+    "FailedScheduling",
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "Failed",
+    "FailedCreatePodSandBox",
+    "Evicted",
+    "ProvisioningFailed",
+    "FailedBinding",
+    "FailedPostStartHook",
+    "FailedValidation",
+    "PodFailurePolicy",
+    "MaxFailedIndexesExceeded",
+    "FailedAdmission",
+}
 # Events on a pod that repeat what its state already says (kept out when the pod has an error).
 _REPEATS_POD_STATE = {"FailedScheduling", "BackOff", "Failed"}
 
 _INSUFFICIENT = re.compile(r"\bInsufficient ([A-Za-z0-9][A-Za-z0-9./_-]*)")
-_UNBOUND_PVC = re.compile(r"unbound immediate PersistentVolumeClaims|persistentvolumeclaim \"[^\"]+\" "
-                          r"(?:not found|is being deleted|bound to non-existent)|PersistentVolumeClaim is not bound",
-                          re.IGNORECASE)
+_UNBOUND_PVC = re.compile(
+    r"unbound immediate PersistentVolumeClaims|persistentvolumeclaim \"[^\"]+\" "
+    r"(?:not found|is being deleted|bound to non-existent)|PersistentVolumeClaim is not bound",
+    re.IGNORECASE,
+)
 
 _SEVERITY = {"error": 0, "warning": 1}
 
@@ -109,7 +136,9 @@ def _unschedulable(cond: dict[str, Any], pod: dict[str, Any]) -> Symptom:
     if _UNBOUND_PVC.search(decisive):
         claims = _claims(pod)
         named = f" (claims: {', '.join(claims)})" if claims else ""
-        return Symptom("error", "PendingVolumeClaim", f"waiting for a volume claim to be bound{named}: {message}", since)
+        return Symptom(
+            "error", "PendingVolumeClaim", f"waiting for a volume claim to be bound{named}: {message}", since
+        )
     wanting = tuple(sorted(set(_INSUFFICIENT.findall(decisive))))
     return Symptom("error", str(cond.get("reason") or "Unschedulable"), message, since, wanting)
 
@@ -126,24 +155,43 @@ def _container_symptoms(status: dict[str, Any], phase: str | None, since: str | 
         again = f", restarted {restarts} time{'s' if restarts != 1 else ''}" if restarts else ""
         if ended.get("reason") == "OOMKilled" or (waiting and last.get("reason") == "OOMKilled"):
             when = ended.get("finishedAt") or last.get("finishedAt") or since
-            out.append(Symptom("error", "OOMKilled", f"container {name} was killed for running out of memory "
-                                                     f"(exit code {ended.get('exitCode', last.get('exitCode', 137))}{again})",
-                               when))
+            out.append(
+                Symptom(
+                    "error",
+                    "OOMKilled",
+                    f"container {name} was killed for running out of memory "
+                    f"(exit code {ended.get('exitCode', last.get('exitCode', 137))}{again})",
+                    when,
+                )
+            )
             continue
         reason = waiting.get("reason")
         if reason and reason not in _WAITING_NORMAL:
             detail = _cut(waiting.get("message"))
             if reason == "CrashLoopBackOff" and last:
-                detail = (f"container {name} keeps exiting (last: {last.get('reason') or 'exit'} with code "
-                          f"{last.get('exitCode')}{again})")
-            out.append(Symptom("error" if reason in _WAITING_ERRORS else "warning", _SAME_AS.get(reason, reason),
-                               detail or f"container {name} is waiting: {reason}", since))
+                detail = (
+                    f"container {name} keeps exiting (last: {last.get('reason') or 'exit'} with code "
+                    f"{last.get('exitCode')}{again})"
+                )
+            out.append(
+                Symptom(
+                    "error" if reason in _WAITING_ERRORS else "warning",
+                    _SAME_AS.get(reason, reason),
+                    detail or f"container {name} is waiting: {reason}",
+                    since,
+                )
+            )
             continue
         code = ended.get("exitCode")
         if phase == "Failed" and ended and code not in (0, None):
-            out.append(Symptom("error", str(ended.get("reason") or "Error"),
-                               _cut(ended.get("message")) or f"container {name} exited with code {code}",
-                               ended.get("finishedAt") or since))
+            out.append(
+                Symptom(
+                    "error",
+                    str(ended.get("reason") or "Error"),
+                    _cut(ended.get("message")) or f"container {name} exited with code {code}",
+                    ended.get("finishedAt") or since,
+                )
+            )
     return out
 
 
@@ -163,12 +211,24 @@ def pod_symptoms(pod: dict[str, Any]) -> tuple[Symptom, ...]:
     since = ready.get("lastTransitionTime") or status.get("startTime") or meta.get("creationTimestamp")
     out = []
     if status.get("reason") and phase in ("Failed", "Pending", "Unknown"):
-        out.append(Symptom("error" if phase == "Failed" else "warning", str(status["reason"]),
-                           _cut(status.get("message")) or f"pod is {phase}: {status['reason']}", since))
+        out.append(
+            Symptom(
+                "error" if phase == "Failed" else "warning",
+                str(status["reason"]),
+                _cut(status.get("message")) or f"pod is {phase}: {status['reason']}",
+                since,
+            )
+        )
     out += _container_symptoms(status, phase, since)
     if not out and phase == "Running" and ready.get("status") == "False":
-        out.append(Symptom("warning", str(ready.get("reason") or "NotReady"),
-                           _cut(ready.get("message")) or "the pod is running but not ready", since))
+        out.append(
+            Symptom(
+                "warning",
+                str(ready.get("reason") or "NotReady"),
+                _cut(ready.get("message")) or "the pod is running but not ready",
+                since,
+            )
+        )
     return tuple(out) if out else NONE
 
 
@@ -194,13 +254,25 @@ def warning_event(ev: dict[str, Any]) -> WarningEvent | None:
     if not about.get("uid"):
         return None
     series = ev.get("series") or {}
-    last = series.get("lastObservedTime") or ev.get("lastTimestamp") or ev.get("eventTime") \
+    last = (
+        series.get("lastObservedTime")
+        or ev.get("lastTimestamp")
+        or ev.get("eventTime")
         or (ev.get("metadata") or {}).get("creationTimestamp")
+    )
     first = ev.get("firstTimestamp") or ev.get("eventTime") or last
     count = series.get("count") or ev.get("count") or 1
-    return WarningEvent(str(about["uid"]), sys.intern(str(about.get("apiVersion") or "")), str(about.get("kind") or ""), str(about.get("name") or ""),
-                        str(ev.get("reason") or "Warning"), _cut(ev.get("message") or ev.get("note")),
-                        int(count) if isinstance(count, int) else 1, first, last)
+    return WarningEvent(
+        str(about["uid"]),
+        sys.intern(str(about.get("apiVersion") or "")),
+        str(about.get("kind") or ""),
+        str(about.get("name") or ""),
+        str(ev.get("reason") or "Warning"),
+        _cut(ev.get("message") or ev.get("note")),
+        int(count) if isinstance(count, int) else 1,
+        first,
+        last,
+    )
 
 
 @dataclass(slots=True)
@@ -218,8 +290,9 @@ class PodFacts:
 
 def pod_facts(pod: dict[str, Any], chain: frozenset[str] = frozenset()) -> PodFacts:
     meta = pod.get("metadata") or {}
-    return PodFacts(str(meta.get("uid") or ""), str(meta.get("name") or ""), None, pod_symptoms(pod),
-                    scheduled(pod), chain)
+    return PodFacts(
+        str(meta.get("uid") or ""), str(meta.get("name") or ""), None, pod_symptoms(pod), scheduled(pod), chain
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,9 +308,13 @@ class Context:
 
 def context_of(result: dict[str, Any]) -> Context:
     live, st, totals = result.get("live") or {}, result.get("status"), result.get("totals")
-    return Context({r["name"]: (r["component"], r.get("instance")) for r in live.get("pods") or []},
-                   st["phase"] if st else None,
-                   live.get("ready"), totals["pods"] if totals else None, gang_minimum(result))
+    return Context(
+        {r["name"]: (r["component"], r.get("instance")) for r in live.get("pods") or []},
+        st["phase"] if st else None,
+        live.get("ready"),
+        totals["pods"] if totals else None,
+        gang_minimum(result),
+    )
 
 
 def explain(ctx: Context, pods: list[PodFacts], events: list[WarningEvent]) -> list[dict[str, Any]]:
@@ -263,19 +340,34 @@ def settled(phase: str | None, ready: int | None, desired: int | None) -> bool:
     return phase == "Running" and desired is not None and ready is not None and ready >= desired
 
 
-def diagnose(pods: Iterable[PodFacts], events: Iterable[tuple[WarningEvent, str | None]], *,
-             phase: str | None, ready: int | None, desired: int | None,
-             gang_min: int | None = None) -> list[dict[str, Any]]:
+def diagnose(
+    pods: Iterable[PodFacts],
+    events: Iterable[tuple[WarningEvent, str | None]],
+    *,
+    phase: str | None,
+    ready: int | None,
+    desired: int | None,
+    gang_min: int | None = None,
+) -> list[dict[str, Any]]:
     """The `diagnosis` entries: grouped by (severity, reason, component), most severe first, then
     by how many pods they concern.  `events` come with the component they concern (or None)."""
     if settled(phase, ready, desired):
         return []
     groups: dict[tuple[str, str, str | None], dict[str, Any]] = {}
 
-    def add(severity: str, reason: str, component: str | None, message: str, since: str | None,
-            pod: PodFacts | None, insufficient: tuple[str, ...] = ()) -> None:
-        g = groups.setdefault((severity, reason, component), {"messages": {}, "pods": set(), "since": None,
-                                                              "insufficient": set(), "instances": set()})
+    def add(
+        severity: str,
+        reason: str,
+        component: str | None,
+        message: str,
+        since: str | None,
+        pod: PodFacts | None,
+        insufficient: tuple[str, ...] = (),
+    ) -> None:
+        g = groups.setdefault(
+            (severity, reason, component),
+            {"messages": {}, "pods": set(), "since": None, "insufficient": set(), "instances": set()},
+        )
         seen = g["messages"].get(message)
         g["messages"][message] = (seen[0] + 1 if seen else 1, max(seen[1], since or "") if seen else since or "")
         if pod is not None:
@@ -299,23 +391,43 @@ def diagnose(pods: Iterable[PodFacts], events: Iterable[tuple[WarningEvent, str 
         if on_pod is not None and on_pod.uid in troubled and ev.reason in _REPEATS_POD_STATE:
             continue
         where = "" if on_pod is not None else f"{ev.kind} {ev.name}: " if ev.kind else ""
-        add("error" if ev.reason in _EVENT_ERRORS else "warning", ev.reason, component, where + ev.message,
-            ev.last or ev.first, on_pod)
+        add(
+            "error" if ev.reason in _EVENT_ERRORS else "warning",
+            ev.reason,
+            component,
+            where + ev.message,
+            ev.last or ev.first,
+            on_pod,
+        )
     if gang_min and gang_min > 0 and pods:  # members waiting (no pod at all: nothing is waiting yet)
         placed = sum(1 for p in pods if p.scheduled)
         if placed < gang_min:
             exist = len(pods)
-            detail = (f"only {exist} of the {gang_min} pods exist" if exist < gang_min
-                      else f"{exist - placed} of {exist} pods are not scheduled yet")
-            add("warning", "GangMinimumNotMet", None,
-                f"{placed} of the {gang_min} pods the gang needs to start together are scheduled ({detail})", None,
-                None)
+            detail = (
+                f"only {exist} of the {gang_min} pods exist"
+                if exist < gang_min
+                else f"{exist - placed} of {exist} pods are not scheduled yet"
+            )
+            add(
+                "warning",
+                "GangMinimumNotMet",
+                None,
+                f"{placed} of the {gang_min} pods the gang needs to start together are scheduled ({detail})",
+                None,
+                None,
+            )
     out = []
     for (severity, reason, component), g in groups.items():
         # the message most pods share; among equals, the latest
         message = max(g["messages"].items(), key=lambda kv: (kv[1][0], kv[1][1]))[0]
-        entry: dict[str, Any] = {"severity": severity, "reason": reason, "message": message,
-                                 "component": component, "pods": len(g["pods"]), "since": g["since"]}
+        entry: dict[str, Any] = {
+            "severity": severity,
+            "reason": reason,
+            "message": message,
+            "component": component,
+            "pods": len(g["pods"]),
+            "since": g["since"],
+        }
         if g["instances"]:
             entry["instances"] = sorted(g["instances"])
         if g["insufficient"]:
@@ -338,11 +450,18 @@ def gang_minimum(result: dict[str, Any]) -> int | None:
     return None
 
 
-def row_reason(result: dict[str, Any], pods: list[PodFacts], events: list[WarningEvent], *, ready: int | None,
-               gang_min: int | None) -> str | None:
+def row_reason(
+    result: dict[str, Any], pods: list[PodFacts], events: list[WarningEvent], *, ready: int | None, gang_min: int | None
+) -> str | None:
     """A list row's `reason`: the top diagnosis entry of an interpretation without pods (its
     phase and desired count), its pods and Events, without placing pods on components."""
     st, totals = result.get("status"), result.get("totals")
-    entries = diagnose(pods, [(e, None) for e in events], phase=st["phase"] if st else None, ready=ready,
-                       desired=totals["pods"] if totals else None, gang_min=gang_min)
+    entries = diagnose(
+        pods,
+        [(e, None) for e in events],
+        phase=st["phase"] if st else None,
+        ready=ready,
+        desired=totals["pods"] if totals else None,
+        gang_min=gang_min,
+    )
     return entries[0]["reason"] if entries else None

@@ -54,7 +54,7 @@ class Backoff:
         self.attempt = 0
 
     def next(self) -> float:
-        delay = min(self.cap, self.base * 2 ** self.attempt)
+        delay = min(self.cap, self.base * 2**self.attempt)
         self.attempt += 1
         return random.uniform(delay / 2, delay)
 
@@ -66,11 +66,24 @@ def key_of(obj: dict[str, Any]) -> Key:
 
 
 class Informer:
-    def __init__(self, kube: Kube, resource: Resource, keep: Callable[[dict[str, Any]], Any], on_event: OnEvent,
-                 *, namespace: str | None = None, metadata_only: bool = False, watch_timeout: int = 300,
-                 page_size: int = 500, label_selector: str | None = None, field_selector: str | None = None,
-                 on_list: Callable[[], Awaitable[None]] | None = None, name: str | None = None,
-                 not_served_retry: float = 30.0, scope: str | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        resource: Resource,
+        keep: Callable[[dict[str, Any]], Any],
+        on_event: OnEvent,
+        *,
+        namespace: str | None = None,
+        metadata_only: bool = False,
+        watch_timeout: int = 300,
+        page_size: int = 500,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        on_list: Callable[[], Awaitable[None]] | None = None,
+        name: str | None = None,
+        not_served_retry: float = 30.0,
+        scope: str | None = None,
+    ):
         self.kube, self.resource, self.keep, self.on_event = kube, resource, keep, on_event
         self.namespace = namespace if resource.namespaced else None
         self.metadata_only = metadata_only
@@ -164,9 +177,14 @@ class Informer:
         fresh: dict[Key, Any] = {}
         rv = ""
         # page by page: what is kept of each object is small, the objects are not
-        async for page, rv in self.kube.pages(self.resource, self.namespace, limit=self.page_size, headers=headers,
-                                              label_selector=self.label_selector,
-                                              field_selector=self.field_selector):
+        async for page, rv in self.kube.pages(  # noqa: B007 - the last page's version is read after the loop
+            self.resource,
+            self.namespace,
+            limit=self.page_size,
+            headers=headers,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+        ):
             for obj in page:
                 rec = self.keep(obj)
                 if rec is not None:
@@ -202,9 +220,16 @@ class Informer:
             self.last_contact = time.time()
             self._set_state("synced", None)
 
-        events = self.kube.watch(self.resource, self.namespace, resource_version=self.resource_version,
-                                 label_selector=self.label_selector, field_selector=self.field_selector,
-                                 timeout_seconds=timeout, headers=headers, on_connected=connected)
+        events = self.kube.watch(
+            self.resource,
+            self.namespace,
+            resource_version=self.resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=timeout,
+            headers=headers,
+            on_connected=connected,
+        )
         async with contextlib.aclosing(events):  # the HTTP stream is released however we leave
             async for ev in events:
                 self.last_contact = time.time()
@@ -261,17 +286,27 @@ class Informer:
 
     def status(self) -> dict[str, Any]:
         r = self.resource
-        return {"group": r.group, "version": r.version, "kind": r.kind, "resource": r.plural,
-                "namespace": self.namespace, "mode": "metadata" if self.metadata_only else "full",
-                "state": self.state, "error": self.error, "objects": len(self.objects),
-                "resourceVersion": self.resource_version, "relists": self.relists,
-                "reconnects": self.reconnects, "events": self.events}
+        return {
+            "group": r.group,
+            "version": r.version,
+            "kind": r.kind,
+            "resource": r.plural,
+            "namespace": self.namespace,
+            "mode": "metadata" if self.metadata_only else "full",
+            "state": self.state,
+            "error": self.error,
+            "objects": len(self.objects),
+            "resourceVersion": self.resource_version,
+            "relists": self.relists,
+            "reconnects": self.reconnects,
+            "events": self.events,
+        }
 
 
 async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> None:
     try:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
 
 

@@ -57,13 +57,29 @@ class _Crd:
 
 
 class KartaStatusManager:
-    def __init__(self, kube: Kube, source: KartaSource, store: DefinitionStore, namespace: str, *,
-                 lease_name: str = LEASE_NAME, elector: LeaderElector | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        source: KartaSource,
+        store: DefinitionStore,
+        namespace: str,
+        *,
+        lease_name: str = LEASE_NAME,
+        elector: LeaderElector | None = None,
+    ):
         self.kube, self.source, self.store = kube, source, store
         self.elector = elector or LeaderElector(kube, namespace, lease_name)
-        self.crds = Informer(kube, CRDS, lambda o: _Crd(str((o.get("metadata") or {}).get("resourceVersion") or ""),
-                                                        str((o.get("metadata") or {}).get("name") or "")),
-                             self._on_crd, metadata_only=True, name="karta-manager-crds")
+        self.crds = Informer(
+            kube,
+            CRDS,
+            lambda o: _Crd(
+                str((o.get("metadata") or {}).get("resourceVersion") or ""),
+                str((o.get("metadata") or {}).get("name") or ""),
+            ),
+            self._on_crd,
+            metadata_only=True,
+            name="karta-manager-crds",
+        )
         self._dirty = asyncio.Event()
         self._crd_changed: dict[str, float] = {}  # group -> monotonic time of its last CRD event
         self._events_allowed = True
@@ -82,8 +98,11 @@ class KartaStatusManager:
 
     async def run(self, stop: asyncio.Event) -> None:
         self._lease_task = asyncio.create_task(self.elector.run(stop), name="karta-lease")
-        tasks = [self._lease_task, asyncio.create_task(self.crds.run(stop), name="karta-manager-crds"),
-                 asyncio.create_task(self._loop(stop), name="karta-status")]
+        tasks = [
+            self._lease_task,
+            asyncio.create_task(self.crds.run(stop), name="karta-manager-crds"),
+            asyncio.create_task(self._loop(stop), name="karta-status"),
+        ]
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -106,8 +125,12 @@ class KartaStatusManager:
 
     def status(self) -> dict[str, Any]:
         e = self.elector
-        return {"lease": f"{e.namespace}/{e.name}", "holder": e.holder, "leading": e.leading,
-                "writes": dict(self.writes)}
+        return {
+            "lease": f"{e.namespace}/{e.name}",
+            "holder": e.holder,
+            "leading": e.leading,
+            "writes": dict(self.writes),
+        }
 
     def _on_crd(self, type_: str, key: Any, old: Any, new: Any) -> None:
         if not self.crds.synced_once.is_set():
@@ -134,8 +157,11 @@ class KartaStatusManager:
                 self._refused = None
             except Forbidden as e:
                 if e.message != self._refused:
-                    log.warning("not allowed to write Karta status (%s); grant what the chart's kartas.manage "
-                                "grants. Trying again every 30 s", e)
+                    log.warning(
+                        "not allowed to write Karta status (%s); grant what the chart's kartas.manage "
+                        "grants. Trying again every 30 s",
+                        e,
+                    )
                     self._refused = e.message
                 await sleep_or_stop(stop, 30.0)
                 again = True
@@ -202,8 +228,12 @@ class KartaStatusManager:
         old = old if isinstance(old, list) else []
         new = kc.merged(old, want, meta.get("generation"), now)
         if new != old:
-            out = await self.kube.request("PATCH", KARTAS.path(None, name) + "/status", headers=MERGE,
-                                          body={"metadata": {"resourceVersion": rv}, "status": {"conditions": new}})
+            out = await self.kube.request(
+                "PATCH",
+                KARTAS.path(None, name) + "/status",
+                headers=MERGE,
+                body={"metadata": {"resourceVersion": rv}, "status": {"conditions": new}},
+            )
             rv = str(((out or {}).get("metadata") or {}).get("resourceVersion") or rv)
             self.writes["status"] += 1
             before, after = kc.event_of(old), kc.event_of(new)
@@ -212,8 +242,12 @@ class KartaStatusManager:
         labels = kc.labels(obj)
         current = meta.get("labels") or {}
         if any(current.get(k) != v for k, v in labels.items()):
-            await self.kube.request("PATCH", KARTAS.path(None, name), headers=MERGE,
-                                    body={"metadata": {"resourceVersion": rv, "labels": labels}})
+            await self.kube.request(
+                "PATCH",
+                KARTAS.path(None, name),
+                headers=MERGE,
+                body={"metadata": {"resourceVersion": rv, "labels": labels}},
+            )
             self.writes["labels"] += 1
 
     async def _event(self, name: str, meta: dict[str, Any], rv: str, event: tuple[str, str, str]) -> None:
@@ -221,19 +255,33 @@ class KartaStatusManager:
             return
         type_, reason, message = event
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {"apiVersion": "v1", "kind": "Event",
-                "metadata": {"generateName": f"{name}.", "namespace": EVENT_NAMESPACE},
-                "involvedObject": {"apiVersion": KARTAS.api_version, "kind": "Karta", "name": name,
-                                   "uid": meta.get("uid"), "resourceVersion": rv},
-                "reason": reason, "message": message[:1024], "type": type_,
-                "source": {"component": "workload-map"}, "reportingComponent": "workload-map",
-                "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": EVENT_NAMESPACE},
+            "involvedObject": {
+                "apiVersion": KARTAS.api_version,
+                "kind": "Karta",
+                "name": name,
+                "uid": meta.get("uid"),
+                "resourceVersion": rv,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "source": {"component": "workload-map"},
+            "reportingComponent": "workload-map",
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
         try:
             await self.kube.request("POST", EVENTS.path(EVENT_NAMESPACE), body=body)
             self.writes["events"] += 1
         except Forbidden:
             self._events_allowed = False
-            log.info("not allowed to create Events in %s; Karta state changes are in their status only",
-                     EVENT_NAMESPACE)
+            log.info(
+                "not allowed to create Events in %s; Karta state changes are in their status only", EVENT_NAMESPACE
+            )
         except KubeError as e:
             log.warning("could not post an Event for Karta %s: %s", name, e)

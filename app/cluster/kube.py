@@ -50,8 +50,11 @@ def pod_namespace() -> str | None:
 def kubeconfig_namespace(kubeconfig: str | None, context: str | None = None) -> str | None:
     """The namespace of the kubeconfig's context (`context`, else the current one).  Without a
     path, $KUBECONFIG's files or ~/.kube/config, merged as kubectl does: the first to set wins."""
-    paths = [kubeconfig] if kubeconfig else \
-        [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
+    paths = (
+        [kubeconfig]
+        if kubeconfig
+        else [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
+    )
     current, contexts = context, {}
     for p in paths:
         try:
@@ -164,8 +167,7 @@ class Discovery:
         if not version or not kind:
             return None
         gv = await self._group_version(group, version)
-        if gv.resources is not None and kind not in gv.resources \
-                and gv.fetched + self.negative_ttl < time.monotonic():
+        if gv.resources is not None and kind not in gv.resources and gv.fetched + self.negative_ttl < time.monotonic():
             # A kind missing from a served group-version (a CRD version added since): look again,
             # but no more often than the negative TTL, whatever the request rate.
             self.forget(group, version)
@@ -234,8 +236,9 @@ class Kube:
         return str(self.api.configuration.host)
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None = None, context: str | None = None,
-                      request_timeout: float = 30.0) -> Kube:
+    async def connect(
+        cls, kubeconfig: str | None = None, context: str | None = None, request_timeout: float = 30.0
+    ) -> Kube:
         """From the operator's kubeconfig file, else the in-cluster service account, else
         ~/.kube/config, with the client library's full kubeconfig support (exec plugins, token
         files...).  Never for a cluster Secret's kubeconfig: that is data (fleet/secret_kubeconfig)."""
@@ -243,8 +246,9 @@ class Kube:
 
         cfg = client.Configuration()
         if kubeconfig or context or not in_cluster():
-            await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
-                                          persist_config=False)
+            await config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=cfg, persist_config=False
+            )
         else:
             config.load_incluster_config(client_configuration=cfg)
         return cls(client.ApiClient(configuration=cfg), request_timeout=request_timeout)
@@ -253,15 +257,29 @@ class Kube:
         await self.api.close()
 
     # -- raw calls ------------------------------------------------------------------------
-    async def _send(self, method: str, path: str, query: dict[str, Any] | None, body: Any,
-                    timeout: Any, headers: dict[str, str] | None = None) -> Any:
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None,
+        body: Any,
+        timeout: Any,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
         hdrs = {"Accept": "application/json", "Content-Type": "application/json", **(headers or {})}
         try:
-            return await self.api.call_api(path, method, query_params=params, header_params=hdrs, body=body,
-                                           auth_settings=["BearerToken"], _preload_content=False,
-                                           _request_timeout=timeout if timeout is not None else self.request_timeout)
-        except asyncio.TimeoutError:
+            return await self.api.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params=hdrs,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self.request_timeout,
+            )
+        except TimeoutError:
             raise Unavailable(0, "Timeout", f"{method} {path}: the API server did not answer in time") from None
         except OSError as e:  # aiohttp.ClientConnectionError is an OSError
             raise Unavailable(0, "Unreachable", f"{method} {path}: cannot reach the API server: {e}") from None
@@ -272,12 +290,19 @@ class Kube:
                 raise Unavailable(0, "Unreachable", f"{method} {path}: {e}") from None
             raise
 
-    async def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
-                      timeout: float | None = None, headers: dict[str, str] | None = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         resp = await self._send(method, path, query, body, timeout, headers)
         try:
             data = await resp.read()
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Unavailable(0, "Timeout", f"{method} {path}: the API server did not answer in time") from None
         finally:
             resp.release()
@@ -292,34 +317,63 @@ class Kube:
     async def get(self, res: Resource, namespace: str | None, name: str) -> dict[str, Any]:
         return await self.request("GET", res.path(namespace, name))
 
-    async def json_patch(self, res: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
-                         ) -> dict[str, Any]:
+    async def json_patch(
+        self, res: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         """An RFC 6902 patch of one object (the object as stored after it)."""
-        return await self.request("PATCH", res.path(namespace, name), body=ops,
-                                  headers={"Content-Type": "application/json-patch+json"})
+        return await self.request(
+            "PATCH", res.path(namespace, name), body=ops, headers={"Content-Type": "application/json-patch+json"}
+        )
 
-    async def list(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-                   field_selector: str | None = None, resource_version: str | None = None,
-                   limit: int = 500, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int = 500,
+        headers: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """All pages of a list: {"items": [...], "metadata": {"resourceVersion": ...}}."""
         items: list[Any] = []
         rv_out = None
-        async for page, rv_out in self.pages(res, namespace, label_selector=label_selector,
-                                             field_selector=field_selector, resource_version=resource_version,
-                                             limit=limit, headers=headers):
+        async for page, rv_out in self.pages(  # noqa: B007 - the last page's version is read after the loop
+            res,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            resource_version=resource_version,
+            limit=limit,
+            headers=headers,
+        ):
             items += page
         return {"items": items, "metadata": {"resourceVersion": rv_out}}
 
-    async def pages(self, res: Resource, namespace: str | None = None, *, label_selector: str | None = None,
-                    field_selector: str | None = None, resource_version: str | None = None,
-                    limit: int = 500, headers: dict[str, str] | None = None) -> AsyncIterator[tuple[list[Any], str]]:
+    async def pages(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int = 500,
+        headers: dict[str, str] | None = None,
+    ) -> AsyncIterator[tuple[list[Any], str]]:
         """A list page by page, with the list's resourceVersion: a consumer that keeps a little of
         each object never holds the whole list (8,000 pods are ~70 MB of JSON, ~500 MB as dicts)."""
         cont: str | None = None
         rv_out = ""
         while True:
-            q = {"labelSelector": label_selector, "fieldSelector": field_selector, "limit": limit,
-                 "continue": cont, "resourceVersion": resource_version if cont is None else None}
+            q = {
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "limit": limit,
+                "continue": cont,
+                "resourceVersion": resource_version if cont is None else None,
+            }
             doc = await self.request("GET", res.path(namespace), q, headers=headers)
             items = doc.get("items") or []
             for item in items:
@@ -334,22 +388,41 @@ class Kube:
             if not cont:
                 return
 
-    async def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str | None,
-                    label_selector: str | None = None, field_selector: str | None = None,
-                    timeout_seconds: int = 240, headers: dict[str, str] | None = None,
-                    on_connected: Callable[[], None] | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 240,
+        headers: dict[str, str] | None = None,
+        on_connected: Callable[[], None] | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
         """Events `{type, object}` until the server ends the watch (timeout_seconds).
 
         Raises `Gone` on 410 (as an HTTP status or an ERROR event): the caller lists again.
         Reads by chunks and splits lines itself, so an object larger than aiohttp's line
         buffer (ConfigMaps reach 1 MiB) does not break the stream."""
-        q = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-             "labelSelector": label_selector, "fieldSelector": field_selector, "timeoutSeconds": timeout_seconds}
+        q = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "timeoutSeconds": timeout_seconds,
+        }
         import aiohttp
 
-        resp = await self._send("GET", res.path(namespace), q, None,
-                                aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),
-                                headers)
+        resp = await self._send(
+            "GET",
+            res.path(namespace),
+            q,
+            None,
+            aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=timeout_seconds + 30),
+            headers,
+        )
         try:
             if not 200 <= resp.status < 300:
                 raise _error(resp.status, await resp.read(), f"watch {res.path(namespace)}")
@@ -365,7 +438,7 @@ class Kube:
                     for line in lines:
                         if line.strip():
                             yield _event(line)
-            except (asyncio.TimeoutError, aiohttp.ClientError) as e:
+            except (TimeoutError, aiohttp.ClientError) as e:
                 raise Unavailable(0, "WatchBroken", f"watch {res.path(namespace)} broke: {e}") from None
             if buf.strip():
                 yield _event(buf)

@@ -40,8 +40,7 @@ def identity() -> str:
 
 
 def _micro_time(t: float | None = None) -> str:
-    return dt.datetime.fromtimestamp(time.time() if t is None else t, dt.UTC) \
-        .strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.datetime.fromtimestamp(time.time() if t is None else t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def holder_of(lease: dict[str, Any]) -> str:
@@ -82,9 +81,18 @@ class Sightings:
 class LeaseLock:
     """One Lease as `holder` sees it.  `act` is one step on it as last read; `release` gives it up."""
 
-    def __init__(self, kube: Kube, namespace: str, name: str, holder: str, *, lease_seconds: int = 15,
-                 labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-                 sightings: Sightings | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        name: str,
+        holder: str,
+        *,
+        lease_seconds: int = 15,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        sightings: Sightings | None = None,
+    ):
         self.kube, self.namespace, self.name, self.holder = kube, namespace, name, holder
         self.lease_seconds = lease_seconds
         self.labels, self.annotations = labels or {}, annotations or {}
@@ -113,9 +121,18 @@ class LeaseLock:
                 meta["labels"] = self.labels
             if self.annotations:
                 meta["annotations"] = self.annotations
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
-                    "spec": {"holderIdentity": self.holder, "leaseDurationSeconds": self.lease_seconds,
-                             "acquireTime": now, "renewTime": now, "leaseTransitions": 0}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": meta,
+                "spec": {
+                    "holderIdentity": self.holder,
+                    "leaseDurationSeconds": self.lease_seconds,
+                    "acquireTime": now,
+                    "renewTime": now,
+                    "leaseTransitions": 0,
+                },
+            }
             method, path = "POST", LEASES.path(self.namespace)
         else:
             spec = lease.get("spec") or {}
@@ -131,8 +148,13 @@ class LeaseLock:
                 if holder and not expired:
                     return False  # held, and renewed within its duration as far as we can tell
                 transitions += 1  # every change of holder, a takeover or after a release
-                spec.update(holderIdentity=self.holder, leaseDurationSeconds=self.lease_seconds, acquireTime=now,
-                            renewTime=now, leaseTransitions=transitions)
+                spec.update(
+                    holderIdentity=self.holder,
+                    leaseDurationSeconds=self.lease_seconds,
+                    acquireTime=now,
+                    renewTime=now,
+                    leaseTransitions=transitions,
+                )
             lease["spec"] = spec  # metadata.resourceVersion stays: a concurrent writer makes this a 409
             body, method, path = lease, "PUT", LEASES.path(self.namespace, self.name)
         try:
@@ -160,13 +182,28 @@ class LeaseLock:
         except NotFound:
             return  # never created: nothing to give up
         except (TimeoutError, KubeError) as e:
-            log.warning("lease %s/%s: could not release (%s); it expires in %d s", self.namespace, self.name, e,
-                        self.lease_seconds)
+            log.warning(
+                "lease %s/%s: could not release (%s); it expires in %d s",
+                self.namespace,
+                self.name,
+                e,
+                self.lease_seconds,
+            )
 
 
 class LeaderElector:
-    def __init__(self, kube: Kube, namespace: str, name: str, *, holder: str | None = None,
-                 lease_seconds: int = 15, renew: float = 5.0, retry: float = 2.0, deadline: float = 10.0):
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        name: str,
+        *,
+        holder: str | None = None,
+        lease_seconds: int = 15,
+        renew: float = 5.0,
+        retry: float = 2.0,
+        deadline: float = 10.0,
+    ):
         self.kube, self.namespace, self.name = kube, namespace, name
         self.holder = holder or identity()
         self.lease_seconds, self.renew, self.retry, self.deadline = lease_seconds, renew, retry, deadline
@@ -188,8 +225,9 @@ class LeaderElector:
                         log.warning("lease %s/%s: %s", self.namespace, self.name, e)
                         said = str(e)
                 if self.leading and time.monotonic() - self.lock.renewed > self.deadline:
-                    log.warning("lease %s/%s: not renewed for %.0f s; stepping down", self.namespace, self.name,
-                                self.deadline)
+                    log.warning(
+                        "lease %s/%s: not renewed for %.0f s; stepping down", self.namespace, self.name, self.deadline
+                    )
                     self._set(False)
                 await sleep_or_stop(stop, self.renew if self.leading else self.retry)
         finally:

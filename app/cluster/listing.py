@@ -34,8 +34,13 @@ class QueryError(ValueError):
 
 def _ident(r: dict[str, Any]) -> Key:
     w = r["workload"]
-    return (str(r.get("cluster") or ""), str(w.get("namespace") or ""), str(w.get("name") or ""),
-            str(w.get("kind") or ""), str(w.get("apiVersion") or ""))
+    return (
+        str(r.get("cluster") or ""),
+        str(w.get("namespace") or ""),
+        str(w.get("name") or ""),
+        str(w.get("kind") or ""),
+        str(w.get("apiVersion") or ""),
+    )
 
 
 def _epoch(ts: Any) -> int | None:
@@ -120,14 +125,23 @@ def _untoken(signature: str, token: str) -> Key:
     except (ValueError, orjson.JSONDecodeError):
         raise QueryError("continue: not a token this service issued") from None
     if doc.get("q") != signature:
-        raise QueryError("continue: the token belongs to another query (namespace, kind, filters and sort must "
-                         "stay the same while paging)")
+        raise QueryError(
+            "continue: the token belongs to another query (namespace, kind, filters and sort must "
+            "stay the same while paging)"
+        )
     return tuple(tuple(x) if isinstance(x, list) else x for x in doc["k"])
 
 
-def parse_query(*, phase: str | None = None, label_selector: str | None = None, min_gpus: int | None = None,
-                sort: str | None = None, limit: int | None = None, continue_: str | None = None,
-                scope: tuple[Any, ...] = ()) -> ListQuery:
+def parse_query(
+    *,
+    phase: str | None = None,
+    label_selector: str | None = None,
+    min_gpus: int | None = None,
+    sort: str | None = None,
+    limit: int | None = None,
+    continue_: str | None = None,
+    scope: tuple[Any, ...] = (),
+) -> ListQuery:
     """The query of GET /workloads's parameters; `scope` (namespace, kind, clusters) is part of
     what a continue token is good for.  QueryError names a bad parameter."""
     # any case, as the CLI's --phase and kubectl's field values are typed by hand
@@ -145,7 +159,9 @@ def parse_query(*, phase: str | None = None, label_selector: str | None = None, 
         raise QueryError(f"sort: {order!r} is not one of {', '.join(SORTS)}")
     if limit is not None and not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit: must be between 1 and {MAX_LIMIT}")
-    signature = hashlib.blake2b(orjson.dumps([sorted(phases or ()), label_selector or "", min_gpus, order,
-                                              [str(s) for s in scope]]), digest_size=9).hexdigest()
+    signature = hashlib.blake2b(
+        orjson.dumps([sorted(phases or ()), label_selector or "", min_gpus, order, [str(s) for s in scope]]),
+        digest_size=9,
+    ).hexdigest()
     after = _untoken(signature, continue_) if continue_ else None
     return ListQuery(phases, selector, min_gpus, order, limit, after, signature)

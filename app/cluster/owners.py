@@ -52,8 +52,9 @@ class OwnerIndex:
             res = await self.kube.resource(gvk)
             if res is None:
                 return None
-            lst = await self.kube.list(res, self.namespace if res.namespaced else None,
-                                       headers={"Accept": PARTIAL_LIST})
+            lst = await self.kube.list(
+                res, self.namespace if res.namespaced else None, headers={"Accept": PARTIAL_LIST}
+            )
         except KubeError:
             return None  # read failures count as "not owned" (reference rule)
         return {(o.get("metadata") or {}).get("name"): o.get("metadata") or {} for o in lst["items"]}

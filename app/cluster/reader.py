@@ -110,13 +110,21 @@ def definition_for(registry: Registry, gvk: tuple[str, str, str]) -> Definition:
 
 
 def may_not_get(res: Resource, namespace: str | None) -> LookupFailed:
-    return LookupFailed(403, "forbidden", f"not allowed to get {res.plural}{'.' + res.group if res.group else ''}"
-                                          f"{' in namespace ' + namespace if namespace else ''}")
+    return LookupFailed(
+        403,
+        "forbidden",
+        f"not allowed to get {res.plural}{'.' + res.group if res.group else ''}"
+        f"{' in namespace ' + namespace if namespace else ''}",
+    )
 
 
 def may_not_list_pods(namespace: str | None) -> LookupFailed:
-    return LookupFailed(403, "forbidden", f"not allowed to list pods{' in namespace ' + namespace if namespace else ''} "
-                                          "(needed for the live pod view; ask with pods=false to skip it)")
+    return LookupFailed(
+        403,
+        "forbidden",
+        f"not allowed to list pods{' in namespace ' + namespace if namespace else ''} "
+        "(needed for the live pod view; ask with pods=false to skip it)",
+    )
 
 
 class WorkloadReader(Protocol):
@@ -126,22 +134,47 @@ class WorkloadReader(Protocol):
     def cluster(self) -> str | None:
         """In a fleet: the cluster named first in every answer (None: one cluster, unnamed)."""
 
-    async def locate(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None, *,
-                     allow: Allow, with_pods: bool = False) -> Found:
+    async def locate(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        allow: Allow,
+        with_pods: bool = False,
+    ) -> Found:
         """The one workload of that name (an exact kind when kind and apiVersion are both given)."""
-    async def fetch(self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow,
-                    with_pods: bool = False) -> Found:
+
+    async def fetch(
+        self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow, with_pods: bool = False
+    ) -> Found:
         """One object of an exact kind."""
+
     async def body(self, found: Found) -> dict[str, Any]:
         """The object found, as the engine reads it."""
-    async def object(self, api_version: str, kind: str, namespace: str | None, name: str, *,
-                     allow: Allow) -> tuple[dict[str, Any], dict[str, Any]]:
+
+    async def object(
+        self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A referenced object as it is, and the freshness of the read."""
+
     def freshness(self, found: Found | None = None) -> dict[str, Any]:
         """As of when, and from where, an answer is."""
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+
+    async def describe(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        with_pods: bool = True,
+        allow: Allow,
+        freshness: bool = True,
+    ) -> bytes:
         """The live interpretation (JSON), with pods placed on the tree and their diagnosis."""
+
     async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
         """One row per top-level workload the caller may list."""
 
@@ -180,8 +213,9 @@ class Reader(ABC):
         """The object as the engine reads it."""
 
     # -- the rules ----------------------------------------------------------------------------
-    async def fetch(self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow,
-                    with_pods: bool = False) -> Found:
+    async def fetch(
+        self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow, with_pods: bool = False
+    ) -> Found:
         """One object of an exact kind (`kind` may be a Kind or a plural): allowed before it is read."""
         res = await self.resource(api_version, kind)
         if res is None:
@@ -195,28 +229,46 @@ class Reader(ABC):
             raise may_not_list_pods(ns)
         found = await self.get(res, ns, name)
         if found is None:
-            raise LookupFailed(404, "workload-not-found",
-                               f'{res.kind} "{name}" not found{" in namespace " + ns if ns else ""}')
+            raise LookupFailed(
+                404, "workload-not-found", f'{res.kind} "{name}" not found{" in namespace " + ns if ns else ""}'
+            )
         return found
 
-    async def find(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None, *,
-                   allow: Allow, with_pods: bool = False) -> Found:
+    async def find(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        allow: Allow,
+        with_pods: bool = False,
+    ) -> Found:
         """The one workload of that name among the kinds the caller may get there."""
         kinds = await self.served(kind, api_version)
         if not kinds:
             what = f'"{kind}"' if kind else "any kind"
             raise LookupFailed(404, "workload-not-found", f"no served kind with a definition matches {what}")
-        may = await asyncio.gather(*(allow("get", k.resource, _scope(k.resource, namespace), name)  # type: ignore[arg-type]
-                                     for k in kinds))
-        readable = [k for k, ok in zip(kinds, may) if ok]
+        may = await asyncio.gather(
+            *(
+                allow("get", k.resource, _scope(k.resource, namespace), name)  # type: ignore[arg-type]
+                for k in kinds
+            )
+        )
+        readable = [k for k, ok in zip(kinds, may, strict=False) if ok]
         if not readable:
             if len(kinds) == 1:
                 raise may_not_get(kinds[0].resource, namespace)  # type: ignore[arg-type]
-            raise LookupFailed(403, "forbidden", "not allowed to get any workload kind"
-                                                 f"{' named ' + repr(kind) if kind else ''} in namespace {namespace}")
+            raise LookupFailed(
+                403,
+                "forbidden",
+                "not allowed to get any workload kind"
+                f"{' named ' + repr(kind) if kind else ''} in namespace {namespace}",
+            )
         pods_checked = with_pods and all(k.resource.namespaced for k in readable)  # type: ignore[union-attr]
         if pods_checked and not await allow("list", PODS, namespace, None):
             raise may_not_list_pods(namespace)
+
         async def get(k: Known) -> Found | None:
             try:
                 return await self.get(k.resource, _scope(k.resource, namespace), name)  # type: ignore[arg-type]
@@ -233,22 +285,40 @@ class Reader(ABC):
                 raise may_not_list_pods(ns)
         return found
 
-    async def locate(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None, *,
-                     allow: Allow, with_pods: bool = False) -> Found:
+    async def locate(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        allow: Allow,
+        with_pods: bool = False,
+    ) -> Found:
         """GET /workloads/{namespace}/{name}: an exact kind when both are given, else a search by name."""
         if kind and api_version:
             return await self.fetch(api_version, kind, namespace, name, allow=allow, with_pods=with_pods)
         return await self.find(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
 
-    async def object(self, api_version: str, kind: str, namespace: str | None, name: str, *,
-                     allow: Allow) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def object(
+        self, api_version: str, kind: str, namespace: str | None, name: str, *, allow: Allow
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """A referenced object as it is (`ref` of POST /interpret), and the freshness of the read."""
         found = await self.fetch(api_version, kind, namespace, name, allow=allow)
         return await self.body(found), self.freshness(found)
 
     @abstractmethod
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+    async def describe(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        with_pods: bool = True,
+        allow: Allow,
+        freshness: bool = True,
+    ) -> bytes:
         """The live interpretation (JSON), with pods placed on the tree."""
 
     @abstractmethod
@@ -270,11 +340,24 @@ def _choose(found: list[Found], namespace: str, name: str) -> Found:
     if not cands:
         raise LookupFailed(404, "workload-not-found", f'no workload named "{name}" in namespace {namespace}')
     if len(cands) > 1:
-        listed = sorted(({"apiVersion": f.resource.api_version, "kind": f.resource.kind,
-                          "namespace": f.namespace, "name": f.name} for f in cands),
-                        key=lambda r: (r["kind"], r["apiVersion"]))
-        raise LookupFailed(409, "ambiguous-workload",
-                           f'{len(cands)} workloads are named "{name}" in namespace {namespace}: '
-                           + ", ".join(f"{c['kind']} ({c['apiVersion']})" for c in listed)
-                           + "; give kind (and apiVersion) to pick one", listed)
+        listed = sorted(
+            (
+                {
+                    "apiVersion": f.resource.api_version,
+                    "kind": f.resource.kind,
+                    "namespace": f.namespace,
+                    "name": f.name,
+                }
+                for f in cands
+            ),
+            key=lambda r: (r["kind"], r["apiVersion"]),
+        )
+        raise LookupFailed(
+            409,
+            "ambiguous-workload",
+            f'{len(cands)} workloads are named "{name}" in namespace {namespace}: '
+            + ", ".join(f"{c['kind']} ({c['apiVersion']})" for c in listed)
+            + "; give kind (and apiVersion) to pick one",
+            listed,
+        )
     return cands[0]

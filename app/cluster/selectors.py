@@ -64,7 +64,7 @@ def _tokens(text: str) -> list[str]:
         if c.isspace():
             i += 1
         elif c in _SPECIAL:
-            two = text[i:i + 2]
+            two = text[i : i + 2]
             if two in ("==", "!="):
                 out.append(two)
                 i += 2
@@ -83,17 +83,23 @@ def _tokens(text: str) -> list[str]:
 def check_key(key: str) -> None:
     prefix, slash, name = key.rpartition("/")
     if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix)):
-        raise SelectorError(f'invalid label key "{key}": the prefix must be a DNS subdomain (lowercase '
-                            "alphanumerics, '-' and '.', at most 253 characters)")
+        raise SelectorError(
+            f'invalid label key "{key}": the prefix must be a DNS subdomain (lowercase '
+            "alphanumerics, '-' and '.', at most 253 characters)"
+        )
     if not name or len(name) > 63 or not _NAME.fullmatch(name):
-        raise SelectorError(f'invalid label key "{key}": a name of at most 63 characters, alphanumerics, '
-                            "'-', '_' or '.', starting and ending with an alphanumeric")
+        raise SelectorError(
+            f'invalid label key "{key}": a name of at most 63 characters, alphanumerics, '
+            "'-', '_' or '.', starting and ending with an alphanumeric"
+        )
 
 
 def check_value(value: str) -> None:
     if value and (len(value) > 63 or not _NAME.fullmatch(value)):
-        raise SelectorError(f'invalid label value "{value}": at most 63 characters, alphanumerics, '
-                            "'-', '_' or '.', starting and ending with an alphanumeric (or empty)")
+        raise SelectorError(
+            f'invalid label value "{value}": at most 63 characters, alphanumerics, '
+            "'-', '_' or '.', starting and ending with an alphanumeric (or empty)"
+        )
 
 
 def parse(text: str) -> Selector:
@@ -132,8 +138,9 @@ def parse(text: str) -> Selector:
             if op is None or op == ",":
                 reqs.append(Requirement(key, "exists"))
             elif op not in _OPERATORS:
-                raise SelectorError(f'after "{key}": an operator (=, ==, !=, in, notin, >, <) or "," expected, '
-                                    f'found "{op}"')
+                raise SelectorError(
+                    f'after "{key}": an operator (=, ==, !=, in, notin, >, <) or "," expected, found "{op}"'
+                )
             else:
                 pos += 1
                 if op in ("in", "notin"):
@@ -174,5 +181,5 @@ def parse(text: str) -> Selector:
             raise SelectorError(f'"," expected between requirements, found "{t}"')
         pos += 1
         if peek() is None:
-            raise SelectorError("a requirement expected after the last \",\"")
+            raise SelectorError('a requirement expected after the last ","')
     return Selector(tuple(reqs))

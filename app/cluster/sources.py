@@ -63,10 +63,19 @@ class WatchedSource:
         def keep(obj: dict[str, Any]) -> _Doc:
             return _Doc(str((obj.get("metadata") or {}).get("resourceVersion") or ""), obj)
 
-        return Informer(self.kube, self.resource, keep, lambda *_: self._dirty.set(), namespace=self.namespace,
-                        watch_timeout=self.watch_timeout, label_selector=self.label_selector,
-                        field_selector=self.field_selector, on_list=self._listed, name=self.key,
-                        not_served_retry=10.0)  # nobody pokes a source when its CRD is installed
+        return Informer(
+            self.kube,
+            self.resource,
+            keep,
+            lambda *_: self._dirty.set(),
+            namespace=self.namespace,
+            watch_timeout=self.watch_timeout,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            on_list=self._listed,
+            name=self.key,
+            not_served_retry=10.0,
+        )  # nobody pokes a source when its CRD is installed
 
     # -- what the service and tests read ----------------------------------------------------
     @property
@@ -138,8 +147,16 @@ class ConfigMapSource(WatchedSource):
     key = CONFIGMAP
     resource = CONFIGMAPS
 
-    def __init__(self, kube: Kube, store: DefinitionStore, namespace: str, *, name: str | None = None,
-                 selector: str | None = None, **kw: Any):
+    def __init__(
+        self,
+        kube: Kube,
+        store: DefinitionStore,
+        namespace: str,
+        *,
+        name: str | None = None,
+        selector: str | None = None,
+        **kw: Any,
+    ):
         super().__init__(kube, store, **kw)
         self.namespace = namespace
         self.field_selector = f"metadata.name={name}" if name else None
@@ -182,8 +199,11 @@ class ConfigMapSource(WatchedSource):
                 await self.kube.request("POST", EVENTS.path(self.namespace), body=_event(cm, key, message + kept))
             except Forbidden:
                 self._events_allowed = False
-                log.info("not allowed to create Events in %s; definition problems are reported in the log, "
-                         "on GET /definitions and in metrics only", self.namespace)
+                log.info(
+                    "not allowed to create Events in %s; definition problems are reported in the log, "
+                    "on GET /definitions and in metrics only",
+                    self.namespace,
+                )
                 return
             except KubeError as e:
                 log.warning("could not post an Event for %s: %s", origin, e)
@@ -234,20 +254,36 @@ def karta_definitions(objects: dict[str, dict[str, Any]]) -> tuple[list[Definiti
 def karta_document(obj: dict[str, Any]) -> dict[str, Any]:
     """What of a Karta resource makes its definition: no status, no server-set metadata."""
     meta = obj.get("metadata") or {}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}, "spec": obj.get("spec")}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {k: meta[k] for k in ("name", "labels", "annotations") if k in meta},
+        "spec": obj.get("spec"),
+    }
 
 
 def _event(cm: dict[str, Any], key: str, message: str) -> dict[str, Any]:
     meta = cm["metadata"]
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
-        "apiVersion": "v1", "kind": "Event",
+        "apiVersion": "v1",
+        "kind": "Event",
         "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-        "involvedObject": {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"],
-                           "namespace": meta["namespace"], "uid": meta.get("uid"),
-                           "resourceVersion": meta.get("resourceVersion"), "fieldPath": f"data[{key}]"},
-        "reason": "InvalidDefinition", "message": message[:1024], "type": "Warning",
-        "source": {"component": "workload-map"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+            "fieldPath": f"data[{key}]",
+        },
+        "reason": "InvalidDefinition",
+        "message": message[:1024],
+        "type": "Warning",
+        "source": {"component": "workload-map"},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
         "reportingComponent": "workload-map",
     }

@@ -19,8 +19,9 @@ from .reader import Allow, Known, matches_token, version_rank
 Visible = "bool | set[str]"  # True: everywhere asked; a set: only these namespaces; False: nowhere
 
 
-async def visibility(allow: Allow, res: Resource, namespace: str | None, present: set[str],
-                     warnings: list[str], what: str | None = None) -> bool | set[str]:
+async def visibility(
+    allow: Allow, res: Resource, namespace: str | None, present: set[str], warnings: list[str], what: str | None = None
+) -> bool | set[str]:
     """Where the caller may list `res` for a list of `namespace` (None: all namespaces).  A
     caller without a cluster-wide right still sees the namespaces it may list, as it could by
     listing them one by one itself; `present` are the namespaces that hold objects."""
@@ -31,8 +32,10 @@ async def visibility(allow: Allow, res: Resource, namespace: str | None, present
     if ns is None and res.namespaced:
         allowed = {n for n in sorted(present) if n and await allow("list", res, n, None)}
         if allowed:
-            warnings.append(f"not allowed to list {res.plural} in every namespace, so the result shows "
-                            f"{'ready counts' if res is PODS else res.kind} only where it is allowed")
+            warnings.append(
+                f"not allowed to list {res.plural} in every namespace, so the result shows "
+                f"{'ready counts' if res is PODS else res.kind} only where it is allowed"
+            )
             return allowed
     warnings.append(f"not allowed to list {label}")
     return False
@@ -49,9 +52,12 @@ def namespaces_of(rows: Iterable[dict[str, Any]]) -> set[str]:
 
 # -- one workload's diagnosis ---------------------------------------------------------------
 
+
 def not_allowed_events(namespace: str | None) -> str:
-    return (f"not allowed to list events{' in namespace ' + namespace if namespace else ''}, so the diagnosis "
-            "leaves Events out")
+    return (
+        f"not allowed to list events{' in namespace ' + namespace if namespace else ''}, so the diagnosis "
+        "leaves Events out"
+    )
 
 
 async def events_shown(allow: Allow, namespace: str | None, notes: list[str] | None) -> bool:
@@ -88,22 +94,28 @@ def enveloped(body: bytes, cluster: str | None, freshness: dict[str, Any] | None
 
 # -- lists ----------------------------------------------------------------------------------
 
+
 def sort_rows(items: list[dict[str, Any]]) -> None:
     items.sort(key=lambda r: (r["workload"].get("namespace") or "", r["workload"]["name"], r["workload"]["kind"]))
 
 
-async def events_visibility(allow: Allow, namespace: str | None, present: set[str],
-                            warnings: list[str]) -> bool | set[str]:
+async def events_visibility(
+    allow: Allow, namespace: str | None, present: set[str], warnings: list[str]
+) -> bool | set[str]:
     """Where the caller may list the Events the rows' reasons read (as `visibility`), said once."""
     vis = await visibility(allow, EVENTS, namespace, present, [], None)
     if vis is not True:
-        warnings.append("not allowed to list events" + ("" if vis is False else " in every namespace")
-                        + ", so reasons are shown only where pods and events may be listed")
+        warnings.append(
+            "not allowed to list events"
+            + ("" if vis is False else " in every namespace")
+            + ", so reasons are shown only where pods and events may be listed"
+        )
     return vis
 
 
-async def pods_visibility(allow: Allow, namespace: str | None, present: set[str],
-                          warnings: list[str]) -> bool | set[str]:
+async def pods_visibility(
+    allow: Allow, namespace: str | None, present: set[str], warnings: list[str]
+) -> bool | set[str]:
     """Where the caller may list the pods the rows' ready counts read (as `visibility`)."""
     return await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
 
@@ -182,8 +194,9 @@ class ListRules:
             out.append(r)
         return out
 
-    def result(self, items: list[dict[str, Any]], freshness: dict[str, Any],
-               watched: list[str] | None = None) -> dict[str, Any]:
+    def result(
+        self, items: list[dict[str, Any]], freshness: dict[str, Any], watched: list[str] | None = None
+    ) -> dict[str, Any]:
         """The list: rows in order, each warning once; `watched`: the namespaces a model is
         limited to (a list of every namespace says so)."""
         sort_rows(items)

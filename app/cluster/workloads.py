@@ -64,13 +64,20 @@ Interpret = Callable[[Definition, dict[str, Any], "list[dict[str, Any]] | None"]
 
 def describe_ref(obj: dict[str, Any]) -> dict[str, str]:
     meta = obj.get("metadata") or {}
-    return {"apiVersion": str(obj.get("apiVersion")), "kind": str(obj.get("kind")),
-            "namespace": str(meta.get("namespace") or ""), "name": str(meta.get("name"))}
+    return {
+        "apiVersion": str(obj.get("apiVersion")),
+        "kind": str(obj.get("kind")),
+        "namespace": str(meta.get("namespace") or ""),
+        "name": str(meta.get("name")),
+    }
 
 
 def now_iso(t: float | None = None) -> str:
-    return dt.datetime.fromtimestamp(t if t is not None else time.time(), dt.timezone.utc) \
-        .isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        dt.datetime.fromtimestamp(t if t is not None else time.time(), dt.UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def direct_freshness(obj: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -82,10 +89,18 @@ def direct_freshness(obj: dict[str, Any] | None = None) -> dict[str, Any]:
 def error_row(obj: dict[str, Any], e: Exception, ready: int | None) -> dict[str, Any]:
     """The summary row of a workload that could not be interpreted (one bad object never hides the others)."""
     meta = obj.get("metadata") or {}
-    return {"workload": describe_ref(obj) | {"uid": str(meta.get("uid"))}, "phase": None,
-            "pods": {"ready": ready, "desired": None}, "gpus": None, "accelerators": None,
-            "labels": dict(meta.get("labels") or {}), "createdAt": meta.get("creationTimestamp"), "components": None,
-            "reason": None, "error": str(getattr(e, "detail", None) or e)}
+    return {
+        "workload": describe_ref(obj) | {"uid": str(meta.get("uid"))},
+        "phase": None,
+        "pods": {"ready": ready, "desired": None},
+        "gpus": None,
+        "accelerators": None,
+        "labels": dict(meta.get("labels") or {}),
+        "createdAt": meta.get("creationTimestamp"),
+        "components": None,
+        "reason": None,
+        "error": str(getattr(e, "detail", None) or e),
+    }
 
 
 def components_of(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,30 +119,42 @@ def components_of(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_row(obj: dict[str, Any], result: dict[str, Any], ready: int | None,
-                components: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def summary_row(
+    obj: dict[str, Any], result: dict[str, Any], ready: int | None, components: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """One row of GET /workloads: name, kind, phase, pods ready/desired, GPUs, accelerators,
     labels, age, components.  A partial interpretation keeps its phase; counts it cannot vouch
     for are null.  `components`: already taken from the tree (the live model keeps no tree)."""
     st, totals = result.get("status"), result.get("totals")
     meta = obj.get("metadata") or {}
-    out: dict[str, Any] = {"workload": result["workload"], "phase": st["phase"] if st else None,
-                           "matched": st["matched"] if st else None,
-                           "pods": {"ready": ready, "desired": totals["pods"] if totals else None},
-                           "gpus": totals["gpus"] if totals else None,
-                           "accelerators": totals["accelerators"] if totals else None,
-                           "definition": result["definition"]["name"],
-                           "labels": dict(meta.get("labels") or {}), "createdAt": meta.get("creationTimestamp"),
-                           "components": components if components is not None else components_of(result),
-                           "complete": result["complete"], "reason": None}
+    out: dict[str, Any] = {
+        "workload": result["workload"],
+        "phase": st["phase"] if st else None,
+        "matched": st["matched"] if st else None,
+        "pods": {"ready": ready, "desired": totals["pods"] if totals else None},
+        "gpus": totals["gpus"] if totals else None,
+        "accelerators": totals["accelerators"] if totals else None,
+        "definition": result["definition"]["name"],
+        "labels": dict(meta.get("labels") or {}),
+        "createdAt": meta.get("creationTimestamp"),
+        "components": components if components is not None else components_of(result),
+        "complete": result["complete"],
+        "reason": None,
+    }
     if result.get("errors"):
         out["errors"] = result["errors"]
     return out
 
 
 class Workloads(Reader):
-    def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, concurrency: int = 16,
-                 cluster: str | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+        concurrency: int = 16,
+        cluster: str | None = None,
+    ):
         self.kube, self.registry, self.interpret = kube, registry, interpret
         self.cluster = cluster  # in a fleet: named first in every interpretation
         self._sem = asyncio.Semaphore(concurrency)
@@ -189,16 +216,23 @@ class Workloads(Reader):
             except NotFound:
                 return None
             except Forbidden as e:
-                raise LookupFailed(503, "service-forbidden",
-                                   f"the service is not allowed to read {res.plural}: {e}") from None
+                raise LookupFailed(
+                    503, "service-forbidden", f"the service is not allowed to read {res.plural}: {e}"
+                ) from None
             except KubeError as e:
                 raise LookupFailed(503, "cluster-unavailable", f"cannot read {res.kind} {name}: {e}") from None
         meta = obj.get("metadata") or {}
-        return Found(res, str(meta.get("uid") or id(obj)), (controller_of(meta) or {}).get("uid"),
-                     str(meta.get("namespace") or ""), str(meta.get("name") or name), obj)
+        return Found(
+            res,
+            str(meta.get("uid") or id(obj)),
+            (controller_of(meta) or {}).get("uid"),
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or name),
+            obj,
+        )
 
     async def body(self, found: Found) -> dict[str, Any]:
-        return found.item  # type: ignore[no-any-return]
+        return found.item
 
     def freshness(self, found: Found | None = None) -> dict[str, Any]:
         return direct_freshness(found.item if found is not None else None)
@@ -208,8 +242,9 @@ class Workloads(Reader):
         """The pods the object controls (the caller's right to list them was checked by the lookup)."""
         return (await self._pods_and_chains(obj, res))[0]
 
-    async def _pods_and_chains(self, obj: dict[str, Any], res: Resource
-                               ) -> tuple[list[dict[str, Any]], list[set[str]], OwnerIndex]:
+    async def _pods_and_chains(
+        self, obj: dict[str, Any], res: Resource
+    ) -> tuple[list[dict[str, Any]], list[set[str]], OwnerIndex]:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") if res.namespaced else None
         try:
@@ -222,21 +257,26 @@ class Workloads(Reader):
         chains = await index.chains([p.get("metadata") or {} for p in pods])
         uid = str(meta.get("uid"))
         # by name: the API server's cache lists in no stable order, and gang rows follow this one
-        mine = sorted(((p, c) for p, c in zip(pods, chains) if uid in c), key=lambda pc: pc[0]["metadata"].get("name", ""))
+        mine = sorted(
+            ((p, c) for p, c in zip(pods, chains, strict=False) if uid in c),
+            key=lambda pc: pc[0]["metadata"].get("name", ""),
+        )
         return [p for p, _ in mine], [c for _, c in mine], index
 
     async def warnings_of(self, namespace: str | None, warnings: list[str]) -> list[WarningEvent] | None:
         """The recent Warning Events of a namespace (None: they cannot be read; `warnings` says why)."""
         try:
-            items = (await self.kube.list(EVENTS, namespace, field_selector="type=Warning",
-                                          resource_version="0"))["items"]
+            items = (await self.kube.list(EVENTS, namespace, field_selector="type=Warning", resource_version="0"))[
+                "items"
+            ]
         except KubeError as e:
             warnings.append(f"cannot list events, so the diagnosis leaves them out: {e}")
             return None
         return [ev for ev in map(warning_event, items) if ev is not None and recent(ev)]
 
-    async def _related(self, events: list[WarningEvent], uid: str, chains: list[set[str]],
-                       index: OwnerIndex) -> list[WarningEvent]:
+    async def _related(
+        self, events: list[WarningEvent], uid: str, chains: list[set[str]], index: OwnerIndex
+    ) -> list[WarningEvent]:
         """The events about the workload, its pods, or an object whose controller chain reaches it
         (a Job that cannot create its pods has none to name it)."""
         known = set().union(*chains) if chains else set()
@@ -256,15 +296,39 @@ class Workloads(Reader):
                 out.append(ev)
         return out
 
-    async def interpretation(self, namespace: str, name: str, kind: str | None = None,
-                             api_version: str | None = None, *, with_pods: bool = True,
-                             allow: Allow) -> dict[str, Any]:
+    async def interpretation(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        with_pods: bool = True,
+        allow: Allow,
+    ) -> dict[str, Any]:
         """The interpretation of a live workload, with its pods placed on the tree (as `describe`)."""
-        return orjson.loads(await self.describe(namespace, name, kind, api_version, with_pods=with_pods,  # type: ignore[no-any-return]
-                                                allow=allow))
+        return orjson.loads(
+            await self.describe(
+                namespace,
+                name,
+                kind,
+                api_version,
+                with_pods=with_pods,
+                allow=allow,
+            )
+        )
 
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+    async def describe(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        with_pods: bool = True,
+        allow: Allow,
+        freshness: bool = True,
+    ) -> bytes:
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         obj, res = found.item, found.resource
         definition = self.definition_for(res.gvk)
@@ -278,13 +342,12 @@ class Workloads(Reader):
             if await events_shown(allow, ns, out.setdefault("warnings", [])):
                 listed = await self.warnings_of(ns, out["warnings"])
                 events = await self._related(listed or [], found.uid, chains, index) if index else []
-            facts = [pod_facts(p, frozenset(c)) for p, c in zip(pods, chains)]
+            facts = [pod_facts(p, frozenset(c)) for p, c in zip(pods, chains, strict=False)]
             out["diagnosis"] = explain(context_of(out), facts, events)
         return enveloped(orjson.dumps(out), self.cluster, direct_freshness(obj) if freshness else None)
 
     # -- many -----------------------------------------------------------------------------
-    async def summaries(self, namespace: str | None, kind: str | None = None, *,
-                        allow: Allow) -> dict[str, Any]:
+    async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
         """One row per top-level workload of every known kind: name, kind, phase, pods, GPUs."""
         rules = ListRules(allow, namespace, kind)
         every = await self.known()
@@ -321,7 +384,7 @@ class Workloads(Reader):
             return not await index.nested(meta, covered)
 
         keep = await asyncio.gather(*(top_level(o) for _, o in found))
-        found = [f for f, k in zip(found, keep) if k]
+        found = [f for f, k in zip(found, keep, strict=False) if k]
         ready, owned = await self._ready_counts([o for _, o in found], namespace, rules, indexes)
         events = await self._list_warnings(namespace, found, owned, rules)
 
@@ -338,15 +401,21 @@ class Workloads(Reader):
             if pods is not None and events is not None and visible_in(events[0], ns):
                 index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
                 related = await self._related(events[1], uid, [c for _, c in pods], index)
-                out["reason"] = row_reason(result, [pod_facts(p, frozenset(c)) for p, c in pods], related,
-                                           ready=ready.get(uid), gang_min=gang_minimum(result))
+                out["reason"] = row_reason(
+                    result,
+                    [pod_facts(p, frozenset(c)) for p, c in pods],
+                    related,
+                    ready=ready.get(uid),
+                    gang_min=gang_minimum(result),
+                )
             return out
 
         items = list(await asyncio.gather(*(row(k, o) for k, o in found)))
         return rules.result(items, direct_freshness())
 
-    async def _list_warnings(self, namespace: str | None, found: list[Any], owned: dict[str, Any],
-                             rules: ListRules) -> tuple[bool | set[str], list[WarningEvent]] | None:
+    async def _list_warnings(
+        self, namespace: str | None, found: list[Any], owned: dict[str, Any], rules: ListRules
+    ) -> tuple[bool | set[str], list[WarningEvent]] | None:
         """The Warning Events the rows' reasons read, and where the caller may see them (None: none)."""
         if not owned:
             return None
@@ -356,9 +425,9 @@ class Workloads(Reader):
         listed = await self.warnings_of(namespace, rules.warnings)
         return (vis, listed) if listed is not None else None
 
-    async def _ready_counts(self, objs: list[dict[str, Any]], namespace: str | None, rules: ListRules,
-                            indexes: dict[str | None, OwnerIndex]
-                            ) -> tuple[dict[str, int], dict[str, list[tuple[dict[str, Any], set[str]]]]]:
+    async def _ready_counts(
+        self, objs: list[dict[str, Any]], namespace: str | None, rules: ListRules, indexes: dict[str | None, OwnerIndex]
+    ) -> tuple[dict[str, int], dict[str, list[tuple[dict[str, Any], set[str]]]]]:
         """Ready pods per workload UID, and each workload's pods with their chains (for the reasons)."""
         owned: dict[str, list[tuple[dict[str, Any], set[str]]]] = {}
         if not objs:
@@ -376,14 +445,17 @@ class Workloads(Reader):
             if not visible_in(vis, (p.get("metadata") or {}).get("namespace")):
                 continue
             by_ns.setdefault((p.get("metadata") or {}).get("namespace"), []).append(p)
-        counts: dict[str, int] = {str((o.get("metadata") or {}).get("uid")): 0 for o in objs
-                                  if visible_in(vis, (o.get("metadata") or {}).get("namespace"))}
+        counts: dict[str, int] = {
+            str((o.get("metadata") or {}).get("uid")): 0
+            for o in objs
+            if visible_in(vis, (o.get("metadata") or {}).get("namespace"))
+        }
         for uid in counts:
             owned[uid] = []
         for ns, ps in by_ns.items():
             index = indexes.setdefault(ns, OwnerIndex(self.kube, ns))
             chains = await index.chains([p.get("metadata") or {} for p in ps])
-            for p, chain in zip(ps, chains):
+            for p, chain in zip(ps, chains, strict=False):
                 ok = pod_ready(p)
                 for uid in chain & counts.keys():
                     owned[uid].append((p, chain))

@@ -3,7 +3,8 @@
 Suspend, resume and `/interpret/update?apply=true` read the object, compute the new one and send
 the difference as one RFC 6902 patch that starts with a `test` of metadata.resourceVersion.
 The API server applies a JSON patch atomically: when the object changed after it was read, the
-test fails (a 422, told from other refusals by the object's current version) and nothing is written, so a concurrent edit is a 409, never a lost update (the patch
+test fails (a 422, told from other refusals by the object's current version) and nothing is written, so a
+concurrent edit is a 409, never a lost update (the patch
 indexes lists as they were read; applied to a newer version it could land elsewhere).
 """
 
@@ -32,8 +33,9 @@ def guard(ops: list[dict[str, Any]], resource_version: str) -> list[dict[str, An
     return [{"op": "test", "path": RV_PATH, "value": resource_version}, *ops]
 
 
-async def guarded_patch(kube: Kube, res: Resource, namespace: str | None, name: str,
-                        ops: list[dict[str, Any]]) -> dict[str, Any]:
+async def guarded_patch(
+    kube: Kube, res: Resource, namespace: str | None, name: str, ops: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Apply `ops` (led by the resourceVersion test) to one object; the object as stored after.
     Refuses a patch without that test: every write here is guarded."""
     first = ops[0] if ops else {}
@@ -51,12 +53,17 @@ async def guarded_patch(kube: Kube, res: Resource, namespace: str | None, name: 
     except KubeError as e:
         # A failed `test` comes back as a bare 422 ("an error in our request"): the object's
         # current version tells a conflict from a patch the server refused for another reason.
-        if e.status == 409 or e.status == 422 and await _moved(kube, res, namespace, name, first["value"]):
-            raise WriteFailed(409, "conflict", f"{what} changed since it was read (resourceVersion "
-                                               f"{first['value']} is no longer current); nothing was written: "
-                                               "read it again and retry") from None
-        raise WriteFailed(422 if e.status == 422 else 503, "patch-refused",
-                          f"the API server refused the patch of {what}: {e.message}") from None
+        if e.status == 409 or (e.status == 422 and await _moved(kube, res, namespace, name, first["value"])):
+            raise WriteFailed(
+                409,
+                "conflict",
+                f"{what} changed since it was read (resourceVersion "
+                f"{first['value']} is no longer current); nothing was written: "
+                "read it again and retry",
+            ) from None
+        raise WriteFailed(
+            422 if e.status == 422 else 503, "patch-refused", f"the API server refused the patch of {what}: {e.message}"
+        ) from None
 
 
 async def _moved(kube: Kube, res: Resource, namespace: str | None, name: str, rv: str) -> bool:

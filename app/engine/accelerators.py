@@ -23,8 +23,15 @@ from fnmatch import fnmatchcase
 
 from .quantity import Quantity
 
-DEFAULT_ACCELERATORS = ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu", "gpu.intel.com/*", "habana.ai/gaudi",
-                        "aws.amazon.com/neuron*", "google.com/tpu")
+DEFAULT_ACCELERATORS = (
+    "nvidia.com/gpu",
+    "nvidia.com/mig-*",
+    "amd.com/gpu",
+    "gpu.intel.com/*",
+    "habana.ai/gaudi",
+    "aws.amazon.com/neuron*",
+    "google.com/tpu",
+)
 DEFAULT_GPUS = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe", "habana.ai/gaudi")
 
 # A resource name (optionally prefixed by a domain) with `*` wildcards; nothing fnmatch would
@@ -43,8 +50,9 @@ def check_names(values: Iterable[str], what: str) -> tuple[str, ...]:
     out = tuple(v.strip() for v in values if v.strip())
     for v in out:
         if not _PATTERN.fullmatch(v):
-            raise ValueError(f"{what} {v!r} is not a resource name or pattern (letters, digits, '.', '-', '_', "
-                             f"'/' and '*')")
+            raise ValueError(
+                f"{what} {v!r} is not a resource name or pattern (letters, digits, '.', '-', '_', '/' and '*')"
+            )
     if not out:
         raise ValueError(f"{what}: at least one is needed")
     return out
@@ -82,9 +90,10 @@ DEFAULT_RULES = ResourceRules()
 def resource_rules(accelerators: Iterable[str] | None = None, gpus: Iterable[str] | None = None) -> ResourceRules:
     """The rules of these flags' values, validated (ValueError names a bad one; None: the default).
     The defaults given again are DEFAULT_RULES itself, whose name matches are shared."""
-    rules = ResourceRules(check_names(accelerators, "accelerator resource") if accelerators is not None
-                          else DEFAULT_ACCELERATORS,
-                          check_names(gpus, "GPU resource") if gpus is not None else DEFAULT_GPUS)
+    rules = ResourceRules(
+        check_names(accelerators, "accelerator resource") if accelerators is not None else DEFAULT_ACCELERATORS,
+        check_names(gpus, "GPU resource") if gpus is not None else DEFAULT_GPUS,
+    )
     return DEFAULT_RULES if rules == DEFAULT_RULES else rules
 
 

@@ -17,19 +17,27 @@ from ..jqlang.inputs import LAST_APPLIED, Input, input_text, prepare, strip_nois
 from ..jqlang.jqbatch import Result
 from ..karta.load import Definition
 from ..karta.model import ComponentDefinition
+from .accelerators import ResourceRules, request_values
+from .accelerators import clamp as _clamp
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .memo import PY_OBJECT_FACTOR, Memo, held_bytes
-from .options import JQ_RESULT_BYTES, DEFAULT_OPTIONS, EngineOptions, JqResults  # noqa: F401 (JQ_RESULT_BYTES: re-exported)
+from .options import DEFAULT_OPTIONS, JQ_RESULT_BYTES, EngineOptions, JqResults  # noqa: F401 (JQ_RESULT_BYTES: re-exported)
 from .pods import PodInput
 from .quantity import QuantityError
-from .accelerators import ResourceRules, clamp as _clamp, request_values
-from .requests import (Requests, fragmented_requests, fragmented_requests_key, multiply, pod_requests,
-                       pod_requests_key, to_strings)
-from .totals import Sums
+from .requests import (
+    Requests,
+    fragmented_requests,
+    fragmented_requests_key,
+    multiply,
+    pod_requests,
+    pod_requests_key,
+    to_strings,
+)
 from .status import evaluate_status
+from .totals import Sums
 
 
 class InterpretationError(Exception):
@@ -52,8 +60,7 @@ class _Ctx:
     rules: ResourceRules  # the accelerator rules of this interpretation
 
 
-def part_error(part: str, e: ExtractionError, component: str | None = None,
-               path: str | None = None) -> dict[str, Any]:
+def part_error(part: str, e: ExtractionError, component: str | None = None, path: str | None = None) -> dict[str, Any]:
     """One entry of `errors`: which part, which component, the definition path and expression,
     and the reference's message."""
     out: dict[str, Any] = {"part": part}
@@ -66,8 +73,14 @@ def part_error(part: str, e: ExtractionError, component: str | None = None,
 # Where a pod may run, copied from its definition into the pod view (what a scheduler placing
 # the workload on a cluster honours).  The engine reads these fields of a pod spec (compiled.py's
 # input projection), so the live model keeps them too.
-PLACEMENT_FIELDS = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints", "runtimeClassName",
-                    "resourceClaims")
+PLACEMENT_FIELDS = (
+    "nodeSelector",
+    "tolerations",
+    "affinity",
+    "topologySpreadConstraints",
+    "runtimeClassName",
+    "resourceClaims",
+)
 
 
 def _requests_source(inst: ExtractedInstance) -> tuple[Callable[..., Requests], Callable[..., bytes | None], tuple]:
@@ -79,7 +92,11 @@ def _requests_source(inst: ExtractedInstance) -> tuple[Callable[..., Requests], 
         return pod_requests, pod_requests_key, (inst.pod_spec,)
     if inst.fragmented is not None:
         f = inst.fragmented
-        return fragmented_requests, fragmented_requests_key, (f.get("containers"), f.get("container"), f.get("resources"))
+        return (
+            fragmented_requests,
+            fragmented_requests_key,
+            (f.get("containers"), f.get("container"), f.get("resources")),
+        )
     return dict, lambda: b"none", ()
 
 
@@ -101,9 +118,13 @@ def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
         # A fragmented definition names the two affinity parts apart; the pod they make holds
         # them under one `affinity`, as a template would.
         affinity = {k: f[k] for k in ("nodeAffinity", "podAffinity") if f.get(k)}
-        spec = {"containers": containers, "schedulerName": f.get("schedulerName") or None,
-                "priorityClassName": f.get("priorityClassName") or None,
-                "resourceClaims": f.get("resourceClaims") or None, "affinity": affinity or None}
+        spec = {
+            "containers": containers,
+            "schedulerName": f.get("schedulerName") or None,
+            "priorityClassName": f.get("priorityClassName") or None,
+            "resourceClaims": f.get("resourceClaims") or None,
+            "affinity": affinity or None,
+        }
         meta = {"labels": f.get("labels") or {}, "annotations": f.get("annotations") or {}}
 
     def brief(cs: Any) -> list[dict[str, Any]]:
@@ -168,8 +189,15 @@ def _facts(inst: ExtractedInstance, rules: ResourceRules) -> _PodFacts:
     if hit is not None and hit.rules is rules:
         return hit
     per_pod = compute(*parts)
-    facts = _PodFacts(per_pod, to_strings(per_pod), request_values(per_pod), rules.gpu_count(per_pod),
-                      rules.accelerator_counts(per_pod), rules, {})
+    facts = _PodFacts(
+        per_pod,
+        to_strings(per_pod),
+        request_values(per_pod),
+        rules.gpu_count(per_pod),
+        rules.accelerator_counts(per_pod),
+        rules,
+        {},
+    )
     if key is not None:
         _pod_facts.put(key, facts, len(key) * (1 + PY_OBJECT_FACTOR))
     return facts
@@ -180,7 +208,8 @@ def _facts(inst: ExtractedInstance, rules: ResourceRules) -> _PodFacts:
 # them afresh; a view holds parts of the template: accounted at the key's length x
 # (1 + PY_OBJECT_FACTOR).  A workload seen for the first time misses here and shares its facts.
 _pod_views: Memo[tuple[bytes | None, ...], tuple[_PodFacts, dict[str, Any]]] = Memo(
-    maxsize=4096, max_bytes=64 * 1024 * 1024)
+    maxsize=4096, max_bytes=64 * 1024 * 1024
+)
 
 
 def _pod(inst: ExtractedInstance, rules: ResourceRules) -> tuple[_PodFacts, dict[str, Any]]:
@@ -196,8 +225,9 @@ def _pod(inst: ExtractedInstance, rules: ResourceRules) -> tuple[_PodFacts, dict
     return entry
 
 
-def _instances(c: ComponentDefinition, v: ComponentValues, path: str,
-               rules: ResourceRules) -> tuple[list[dict[str, Any]], Sums]:
+def _instances(
+    c: ComponentDefinition, v: ComponentValues, path: str, rules: ResourceRules
+) -> tuple[list[dict[str, Any]], Sums]:
     """The instance entries of one extracted component and their sums.  Raises ExtractionError
     when a pod definition holds a quantity the reference cannot parse."""
     total = Sums()
@@ -205,9 +235,12 @@ def _instances(c: ComponentDefinition, v: ComponentValues, path: str,
     bearing = c.pod_bearing  # a property that walks the spec definition: read it once
     for inst in v.instances:
         s = inst.scale
-        entry: dict[str, Any] = {"id": inst.id or None, "replicas": s.replicas if s else None,
-                                 "minReplicas": s.min_replicas if s else None,
-                                 "maxReplicas": s.max_replicas if s else None}
+        entry: dict[str, Any] = {
+            "id": inst.id or None,
+            "replicas": s.replicas if s else None,
+            "minReplicas": s.min_replicas if s else None,
+            "maxReplicas": s.max_replicas if s else None,
+        }
         if bearing:
             try:
                 facts, view = _pod(inst, rules)
@@ -281,8 +314,13 @@ def _component_path(cd: CompiledDefinition, name: str) -> str:
 
 def _workload_ref(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "namespace": meta.get("namespace"),
-            "name": meta.get("name"), "uid": meta.get("uid")}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+    }
 
 
 def envelope_problems(obj: Any) -> list[dict[str, Any]]:
@@ -305,9 +343,17 @@ def envelope_problems(obj: Any) -> list[dict[str, Any]]:
 
 # The fields of a Pod the engine reads, with the JSON type the API server guarantees (pod_problems
 # fetches their values in this order).
-_POD_FIELDS = ((dict, "spec"), (dict, "status"), (dict, "metadata.labels"), (str, "spec.nodeName"),
-               (str, "status.phase"), (str, "status.reason"), (list, "status.conditions"),
-               (list, "status.containerStatuses"), (list, "status.initContainerStatuses"))
+_POD_FIELDS = (
+    (dict, "spec"),
+    (dict, "status"),
+    (dict, "metadata.labels"),
+    (str, "spec.nodeName"),
+    (str, "status.phase"),
+    (str, "status.reason"),
+    (list, "status.conditions"),
+    (list, "status.containerStatuses"),
+    (list, "status.initContainerStatuses"),
+)
 
 
 def pod_problems(pod: Any) -> list[dict[str, Any]]:
@@ -319,9 +365,18 @@ def pod_problems(pod: Any) -> list[dict[str, Any]]:
     spec, status, labels = pod.get("spec"), pod.get("status"), (pod.get("metadata") or {}).get("labels")
     sp = spec if isinstance(spec, dict) else {}
     st = status if isinstance(status, dict) else {}
-    values = (spec, status, labels, sp.get("nodeName"), st.get("phase"), st.get("reason"), st.get("conditions"),
-              st.get("containerStatuses"), st.get("initContainerStatuses"))
-    for value, (want, path) in zip(values, _POD_FIELDS):
+    values = (
+        spec,
+        status,
+        labels,
+        sp.get("nodeName"),
+        st.get("phase"),
+        st.get("reason"),
+        st.get("conditions"),
+        st.get("containerStatuses"),
+        st.get("initContainerStatuses"),
+    )
+    for value, (want, path) in zip(values, _POD_FIELDS, strict=False):
         if value is not None and not isinstance(value, want):
             errs.append({"path": path, "message": f"{path} has the wrong type"})
     if errs:
@@ -329,8 +384,11 @@ def pod_problems(pod: Any) -> list[dict[str, Any]]:
     for key in ("conditions", "containerStatuses", "initContainerStatuses"):
         items = st.get(key)
         if items and not all(map(isinstance, items, repeat(dict))):
-            errs += [{"path": f"status.{key}[{j}]", "message": f"status.{key}[{j}] must be an object"}
-                     for j, c in enumerate(items) if not isinstance(c, dict)]
+            errs += [
+                {"path": f"status.{key}[{j}]", "message": f"status.{key}[{j}] must be an object"}
+                for j, c in enumerate(items)
+                if not isinstance(c, dict)
+            ]
     if labels and not all(map(isinstance, labels.values(), repeat(str))):
         errs.append({"path": "metadata.labels", "message": "label values must be strings"})
     return errs
@@ -348,8 +406,9 @@ def _checked(obj: Any, strip: bool, projection: Any) -> Input:
     try:
         return prepare(obj, strip, projection)
     except (OverflowError, TypeError, ValueError) as e:
-        raise InterpretationError("the object holds a number the reference cannot read (beyond float64)",
-                                  [{"path": "", "message": str(e)}]) from None
+        raise InterpretationError(
+            "the object holds a number the reference cannot read (beyond float64)", [{"path": "", "message": str(e)}]
+        ) from None
 
 
 def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
@@ -370,8 +429,10 @@ def phase_of(result: dict[str, Any]) -> str:
 
 Progress = Callable[[int, int], None]  # (stage: 0 workload batch | 1 pod batch, expression index)
 
-def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | None,
-                      cache: JqResults | None) -> list[Result]:
+
+def _workload_results(
+    cd: CompiledDefinition, inp: Input, progress: Progress | None, cache: JqResults | None
+) -> list[Result]:
     key = (cd.definition.digest, inp.key)
     if cd.time_dependent:
         cache = None
@@ -385,16 +446,22 @@ def _workload_results(cd: CompiledDefinition, inp: Input, progress: Progress | N
     return row
 
 
-def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, Any]] | None = None,
-              progress: Progress | None = None, options: EngineOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
+def interpret(
+    obj: dict[str, Any],
+    definition: Definition,
+    pods: list[dict[str, Any]] | None = None,
+    progress: Progress | None = None,
+    options: EngineOptions = DEFAULT_OPTIONS,
+) -> dict[str, Any]:
     """The interpretation of one object (see docs/api-contract.md). Raises InterpretationError.
 
     `progress(stage, index)` is told which expression is about to run, so a supervisor that
     kills an overrunning evaluation can name the culprit.  `options`: the caller's accelerator
     rules and jq result cache (options.py)."""
     if not definition.valid:
-        raise InterpretationError(f"definition {definition.name} is invalid",
-                                  [f.as_dict() for f in definition.findings if f.level == "error"])
+        raise InterpretationError(
+            f"definition {definition.name} is invalid", [f.as_dict() for f in definition.findings if f.level == "error"]
+        )
     bad = envelope_problems(obj)
     if pods is not None:
         for i, pod in enumerate(pods):
@@ -402,8 +469,7 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     if bad:
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     cd = compiled(definition)
-    results = _results(cd.workload_index, _workload_results(cd, _checked_input(obj, cd), progress,
-                                                            options.jq_results))
+    results = _results(cd.workload_index, _workload_results(cd, _checked_input(obj, cd), progress, options.jq_results))
 
     # Status, each component and the gang are computed independently (the reference's status
     # call does not depend on its tree build): whatever computes is returned, the rest is named.
@@ -411,7 +477,9 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     root = cd.components[cd.order[0]]
     status = None
     try:
-        status = evaluate_status(root.status_definition, results, f"{_component_path(cd, cd.order[0])}.statusDefinition")
+        status = evaluate_status(
+            root.status_definition, results, f"{_component_path(cd, cd.order[0])}.statusDefinition"
+        )
     except ExtractionError as e:
         ctx.errors.append(part_error("status", e))
     for name in cd.order:
@@ -422,8 +490,11 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
             ctx.errors.append(part_error("component", e, name))
     tree, sums = _node(ctx, cd.order[0], _component_path(cd, cd.order[0]))
     if status is None and all(isinstance(v, ExtractionError) for v in ctx.values.values()):
-        raise InterpretationError(f"cannot interpret {obj.get('kind')}/{(obj.get('metadata') or {}).get('name')} "
-                                  f"with definition {definition.name}", ctx.errors)
+        raise InterpretationError(
+            f"cannot interpret {obj.get('kind')}/{(obj.get('metadata') or {}).get('name')} "
+            f"with definition {definition.name}",
+            ctx.errors,
+        )
 
     status_out: dict[str, Any] | None = None
     if status is not None:
@@ -457,10 +528,16 @@ def interpret(obj: dict[str, Any], definition: Definition, pods: list[dict[str, 
     return out
 
 
-def _with_pods(out: dict[str, Any], cd: CompiledDefinition, values: dict[str, Any], pods: list[dict[str, Any]],
-               owner_id: str, progress: Progress | None) -> None:
+def _with_pods(
+    out: dict[str, Any],
+    cd: CompiledDefinition,
+    values: dict[str, Any],
+    pods: list[dict[str, Any]],
+    owner_id: str,
+    progress: Progress | None,
+) -> None:
     rows = cd.pods.run_many([_checked_pod_input(p, cd) for p in pods], (lambda i: progress(1, i)) if progress else None)
-    inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows)]
+    inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows, strict=False)]
     if out["gang"]:
         per_pod = pods_gang(cd, values, inputs, owner_id)
         out["gang"]["pods"] = per_pod

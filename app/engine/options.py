@@ -36,8 +36,9 @@ class EngineOptions:
 DEFAULT_OPTIONS = EngineOptions()
 
 
-def engine_options(accelerators: list[str] | None = None, gpus: list[str] | None = None,
-                   jq_result_cache: bool = True) -> EngineOptions:
+def engine_options(
+    accelerators: list[str] | None = None, gpus: list[str] | None = None, jq_result_cache: bool = True
+) -> EngineOptions:
     """The options of the flags --accelerator-resource, --gpu-resource, --jq-result-cache
     (ValueError names a bad resource name)."""
     return EngineOptions(resource_rules(accelerators, gpus), jq_results() if jq_result_cache else None)

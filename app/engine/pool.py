@@ -95,8 +95,12 @@ class _Worker:
     def start(cls, memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS) -> _Worker:
         parent, child = _ctx.Pipe(duplex=True)
         progress = _ctx.Array("i", [-1, -1], lock=False)
-        p = _ctx.Process(target=worker_main, daemon=True, name="wlmap-eval",
-                         args=(child, progress, memory_mib, options.rules.as_args(), options.jq_results is not None))
+        p = _ctx.Process(
+            target=worker_main,
+            daemon=True,
+            name="wlmap-eval",
+            args=(child, progress, memory_mib, options.rules.as_args(), options.jq_results is not None),
+        )
         p.start()
         child.close()
         # Serve only once it has imported the engine (a second or more on a busy machine): that
@@ -136,14 +140,22 @@ class _Request:
             head = orjson.dumps({"op": "interpret", "def": spec, **body})
             full = orjson.dumps({"op": "interpret", "def": {**spec, "raw": d.raw}, **body})
         except orjson.JSONEncodeError as e:
-            raise InterpretationError("the input cannot be encoded as JSON", [{"path": "", "message": str(e)}]) \
-                from None
+            raise InterpretationError(
+                "the input cannot be encoded as JSON", [{"path": "", "message": str(e)}]
+            ) from None
         return cls(head, full)
 
 
 class Pool:
-    def __init__(self, size: int, deadline: float, queue_timeout: float | None = None, memory_mib: int = 0,
-                 options: EngineOptions = DEFAULT_OPTIONS, counters: PoolCounters | None = None):
+    def __init__(
+        self,
+        size: int,
+        deadline: float,
+        queue_timeout: float | None = None,
+        memory_mib: int = 0,
+        options: EngineOptions = DEFAULT_OPTIONS,
+        counters: PoolCounters | None = None,
+    ):
         self.size, self.deadline = max(1, size), deadline
         self.options = options  # the workers' engine options (rules, whether jq results are reused)
         self.counters = counters or PoolCounters()
@@ -258,7 +270,7 @@ class Pool:
             else:
                 self._replace_soon(w)
         if "ok" in reply:
-            return reply["ok"]  # type: ignore[no-any-return]
+            return reply["ok"]
         err = reply.get("error") or {}
         if reply.get("exhausted"):
             raise self._out_of_memory()
@@ -288,15 +300,22 @@ class Pool:
         return EvaluationCrashed(f"the evaluation worker stopped unexpectedly ({how})")
 
     def _out_of_memory(self) -> EvaluationOutOfMemory:
-        return EvaluationOutOfMemory(f"the evaluation ran out of memory: an evaluation worker may use at most "
-                                     f"{self.memory_mib} MiB (--eval-worker-memory)")
+        return EvaluationOutOfMemory(
+            f"the evaluation ran out of memory: an evaluation worker may use at most "
+            f"{self.memory_mib} MiB (--eval-worker-memory)"
+        )
 
     async def _call(self, w: _Worker, message: bytes, started: float) -> dict[str, Any]:
         w.conn.send_bytes(message)
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
         fd = w.conn.fileno()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(fd, wake)
         try:
             remaining = self.deadline - (time.monotonic() - started)
             await asyncio.wait_for(ready, timeout=max(0.001, remaining))
@@ -307,18 +326,27 @@ class Pool:
             # to read it.  The exchange is blocking by design (the worker reads at once).
             with contextlib.suppress(OSError):  # closed meanwhile (the worker was replaced)
                 os.set_blocking(fd, True)
-        return orjson.loads(w.conn.recv_bytes())  # type: ignore[no-any-return]
+        return orjson.loads(w.conn.recv_bytes())
 
 
 class Evaluator:
     """`options`: the engine options of every interpretation, in-process and in the workers;
     `counters`: what the pool counts restarts, retries and refusals with (the service's metrics)."""
 
-    def __init__(self, isolation: str, pool_size: int, deadline: float, queue_timeout: float | None = None,
-                 memory_mib: int = 0, options: EngineOptions = DEFAULT_OPTIONS, counters: PoolCounters | None = None):
+    def __init__(
+        self,
+        isolation: str,
+        pool_size: int,
+        deadline: float,
+        queue_timeout: float | None = None,
+        memory_mib: int = 0,
+        options: EngineOptions = DEFAULT_OPTIONS,
+        counters: PoolCounters | None = None,
+    ):
         self.isolation, self.options = isolation, options
-        self.pool = (Pool(pool_size, deadline, queue_timeout, memory_mib, options, counters) if isolation != "none"
-                     else None)
+        self.pool = (
+            Pool(pool_size, deadline, queue_timeout, memory_mib, options, counters) if isolation != "none" else None
+        )
 
     async def start(self, eager: bool = True) -> None:
         """Start the workers in the background: built-in definitions are served at once, and
@@ -344,8 +372,9 @@ class Evaluator:
             return False
         return self.isolation == "all" or d.source != "builtin"
 
-    async def interpret(self, d: Definition, obj: dict[str, Any],
-                        pods: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    async def interpret(
+        self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         if self.isolated(d):
             assert self.pool is not None
             self._spawn()

@@ -26,13 +26,19 @@ from .options import EngineOptions, jq_results
 READY = b'{"ok":"ready"}'  # sent once, when the worker can take requests
 
 
-def worker_main(conn: Connection, progress: Any, memory_mib: int = 0,
-                rules: tuple[tuple[str, ...], tuple[str, ...]] | None = None, jq_cache: bool = True) -> None:
+def worker_main(
+    conn: Connection,
+    progress: Any,
+    memory_mib: int = 0,
+    rules: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+    jq_cache: bool = True,
+) -> None:
     """`rules` (ResourceRules.as_args()) and `jq_cache`: the parent's engine options, as a
     spawned process cannot share its objects (this process keeps a jq result cache of its own)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    options = EngineOptions(ResourceRules(*rules) if rules is not None else DEFAULT_RULES,
-                            jq_results() if jq_cache else None)
+    options = EngineOptions(
+        ResourceRules(*rules) if rules is not None else DEFAULT_RULES, jq_results() if jq_cache else None
+    )
     os.environ.clear()  # nothing secret to leak even if a shadowed builtin slipped through
     if memory_mib > 0:
         # A definition that allocates without bound (`"x" * 1e9`, a huge array) meets this limit:
@@ -59,7 +65,7 @@ def worker_main(conn: Connection, progress: Any, memory_mib: int = 0,
         conn.send_bytes(orjson.dumps(reply))
 
 
-def _handle(definitions: dict[str, Definition], msg: bytes, report: Any, options: EngineOptions) -> dict[str, Any]:
+def _handle(definitions: ByteLRU[str, Definition], msg: bytes, report: Any, options: EngineOptions) -> dict[str, Any]:
     req = orjson.loads(msg)
     if req.get("op") == "ping":
         return {"ok": "pong"}
@@ -72,7 +78,7 @@ def _handle(definitions: dict[str, Definition], msg: bytes, report: Any, options
         return {"need": "definition"}
     except MemoryError:
         raise
-    except Exception as e:  # noqa: BLE001 - a bad input must never kill the worker loop
+    except Exception as e:
         return {"error": {"title": "evaluation failed", "errors": [{"path": "", "message": str(e)}]}}
 
 

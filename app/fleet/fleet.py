@@ -46,13 +46,29 @@ class _SecretRecord:
 
 
 class Fleet:
-    def __init__(self, registry: Callable[[], Registry], interpret: Interpret, *, cache: bool = True,
-                 namespaces: list[str] | None = None, auth: bool = False, labelled: bool = True,
-                 probe_interval: float = 10.0, secret_allow_insecure: bool = False,
-                 events: EventLog | None = None, model_factory: Callable[[Member], ClusterModel] | None = None):
+    def __init__(
+        self,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+        *,
+        cache: bool = True,
+        namespaces: list[str] | None = None,
+        auth: bool = False,
+        labelled: bool = True,
+        probe_interval: float = 10.0,
+        secret_allow_insecure: bool = False,
+        events: EventLog | None = None,
+        model_factory: Callable[[Member], ClusterModel] | None = None,
+    ):
         self.registry, self.interpret = registry, interpret
-        self.options = {"cache": cache, "namespaces": namespaces, "auth": auth, "labelled": labelled,
-                        "probe_interval": probe_interval, "model_factory": model_factory}
+        self.options = {
+            "cache": cache,
+            "namespaces": namespaces,
+            "auth": auth,
+            "labelled": labelled,
+            "probe_interval": probe_interval,
+            "model_factory": model_factory,
+        }
         self.secret_allow_insecure = secret_allow_insecure  # a Secret may skip TLS verification
         self.labelled = labelled  # rows and metrics name their cluster (any fleet option given)
         self.events = events if events is not None else EventLog()  # a store's log behind a store
@@ -71,8 +87,9 @@ class Fleet:
     def add(self, spec: ClusterSpec, kube: Kube | None = None, *, home: bool = False) -> Member:
         if spec.name in self.members:
             raise SpecError(f"cluster {spec.name!r} is registered twice")
-        m = Member(spec, registry=self.registry, interpret=self.interpret, events=self.events, kube=kube,
-                   **self.options)  # type: ignore[arg-type]
+        m = Member(
+            spec, registry=self.registry, interpret=self.interpret, events=self.events, kube=kube, **self.options
+        )
         self.members[spec.name] = m
         if home:
             self.home = m
@@ -103,8 +120,13 @@ class Fleet:
                 m.model.definitions_changed()
 
     # -- lifecycle --------------------------------------------------------------------------
-    def start(self, stop: asyncio.Event, secrets_namespace: str | None = None,
-              secrets_selector: str = SECRET_LABEL, secret_names: list[str] | None = None) -> None:
+    def start(
+        self,
+        stop: asyncio.Event,
+        secrets_namespace: str | None = None,
+        secrets_selector: str = SECRET_LABEL,
+        secret_names: list[str] | None = None,
+    ) -> None:
         """`secrets_namespace`: watch cluster Secrets there, by label (`secrets_selector`), or only
         the Secrets named in `secret_names` (one field-selected watch each, which RBAC can grant
         by resourceNames: the service then reads no other Secret)."""
@@ -113,13 +135,23 @@ class Fleet:
         for m in self.members.values():
             m.start(stop)
         if secrets_namespace is not None and self.home is not None and self.home.kube is not None:
-            selectors = [(None, f"metadata.name={n}") for n in secret_names] if secret_names else \
-                [(secrets_selector, None)]
+            selectors = (
+                [(None, f"metadata.name={n}") for n in secret_names] if secret_names else [(secrets_selector, None)]
+            )
             for label, field in selectors:
-                inf = Informer(self.home.kube, SECRETS, self._keep_secret, lambda *_: self._reconcile.set(),
-                               namespace=secrets_namespace, label_selector=label, field_selector=field,
-                               on_list=self._listed, not_served_retry=10.0, watch_timeout=240,
-                               name="cluster-secrets" + (f"/{field.partition('=')[2]}" if field else ""))
+                inf = Informer(
+                    self.home.kube,
+                    SECRETS,
+                    self._keep_secret,
+                    lambda *_: self._reconcile.set(),
+                    namespace=secrets_namespace,
+                    label_selector=label,
+                    field_selector=field,
+                    on_list=self._listed,
+                    not_served_retry=10.0,
+                    watch_timeout=240,
+                    name="cluster-secrets" + (f"/{field.partition('=')[2]}" if field else ""),
+                )
                 self.secrets.append(inf)
                 self._tasks.append(asyncio.create_task(inf.run(stop), name=inf.name))
             self._tasks.append(asyncio.create_task(self._reconcile_loop(), name="cluster-secrets-apply"))
@@ -150,7 +182,7 @@ class Fleet:
             self._reconcile.clear()
             try:
                 await self.apply_secrets()
-            except Exception:  # noqa: BLE001 - the next edit tries again
+            except Exception:
                 log.exception("applying cluster Secrets failed")
 
     async def apply_secrets(self) -> None:
@@ -167,8 +199,9 @@ class Fleet:
                 problems[rec.name] = f"cluster name {rec.spec.name!r} is already registered by the service's flags"
                 continue
             if rec.spec.name in wanted:
-                problems[rec.name] = f"cluster name {rec.spec.name!r} is also claimed by Secret " \
-                                     f"{wanted[rec.spec.name].source}"
+                problems[rec.name] = (
+                    f"cluster name {rec.spec.name!r} is also claimed by Secret {wanted[rec.spec.name].source}"
+                )
                 continue
             wanted[rec.spec.name] = rec.spec
         if problems != self.secret_problems:
@@ -204,10 +237,25 @@ class Fleet:
         used = {m.spec.source.partition("/")[2] for m in self.members.values() if m.spec.origin == "secret"}
         for sname, why in sorted(self.secret_problems.items()):
             if sname not in used:
-                out.append({"name": sname, "server": None, "version": None, "synced": False, "available": False,
-                            "lastError": why, "workloads": 0, "gpus": 0, "accelerators": {}, "phases": {}, "origin": "secret",
-                            "source": f"{self.secrets_namespace}/{sname}", "context": None,
-                            "checkedAt": None, "since": None})
+                out.append(
+                    {
+                        "name": sname,
+                        "server": None,
+                        "version": None,
+                        "synced": False,
+                        "available": False,
+                        "lastError": why,
+                        "workloads": 0,
+                        "gpus": 0,
+                        "accelerators": {},
+                        "phases": {},
+                        "origin": "secret",
+                        "source": f"{self.secrets_namespace}/{sname}",
+                        "context": None,
+                        "checkedAt": None,
+                        "since": None,
+                    }
+                )
         return out
 
     def _publish_cluster(self, name: str, item: dict[str, Any] | None) -> None:

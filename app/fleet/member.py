@@ -31,10 +31,22 @@ log = logging.getLogger("wlmap.fleet")
 
 
 class Member:
-    def __init__(self, spec: ClusterSpec, *, registry: Callable[[], Registry], interpret: Interpret,
-                 events: EventLog, cache: bool = True, namespaces: list[str] | None = None, auth: bool = False,
-                 labelled: bool = True, kube: Kube | None = None, probe_interval: float = 10.0,
-                 request_timeout: float = 30.0, model_factory: Callable[[Member], ClusterModel] | None = None):
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        *,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+        events: EventLog,
+        cache: bool = True,
+        namespaces: list[str] | None = None,
+        auth: bool = False,
+        labelled: bool = True,
+        kube: Kube | None = None,
+        probe_interval: float = 10.0,
+        request_timeout: float = 30.0,
+        model_factory: Callable[[Member], ClusterModel] | None = None,
+    ):
         self.spec, self.name = spec, spec.name
         self.registry, self.interpret, self.events = registry, interpret, events
         self.cache, self.namespaces, self.auth, self.labelled = cache, namespaces, auth, labelled
@@ -83,15 +95,21 @@ class Member:
         if self.model_factory is not None:
             self.model = self.model_factory(self)
         elif self.cache:
-            self.model = LiveModel(kube, self.registry, self.interpret, namespaces=self.namespaces,
-                                   cluster=self.name if self.labelled else None, events=self.events)
+            self.model = LiveModel(
+                kube,
+                self.registry,
+                self.interpret,
+                namespaces=self.namespaces,
+                cluster=self.name if self.labelled else None,
+                events=self.events,
+            )
 
     async def _run(self) -> None:
         backoff = Backoff(base=1.0, cap=30.0)
         while self.kube is None and not self._stop.is_set():
             try:
                 self._attach(await self._connect())
-            except Exception as e:  # noqa: BLE001 - a bad kubeconfig is this member's problem only
+            except Exception as e:
                 self._set(False, f"cannot load the kubeconfig: {redact(str(e) or type(e).__name__, self.spec)}")
                 await sleep_or_stop(self._stop, backoff.next())
         if self._stop.is_set():
@@ -117,7 +135,7 @@ class Member:
             self._set(True, None)
         except KubeError as e:
             self._set(False, redact(e.message, self.spec))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             self._set(False, redact(f"{type(e).__name__}: {e}", self.spec))
         self.checked_at = time.time()
 
@@ -169,13 +187,25 @@ class Member:
             error = self.invalid
         if error is None and self.model is not None:
             error = self.model.error()
-        return {"name": self.name, "server": server, "version": self.version, "synced": self.synced,
-                "available": self.available, "lastError": error, "workloads": len(rows),
-                "gpus": _num(gpus), "accelerators": dict(sorted(accelerators.items())), "phases": {p: {"workloads": int(v["workloads"]), "gpus": _num(v["gpus"])}
-                                                for p, v in sorted(by_phase.items())},
-                "origin": self.spec.origin, "source": self.spec.source or None, "context": self.spec.context,
-                "checkedAt": now_iso(self.checked_at) if self.checked_at else None,
-                "since": now_iso(self.since)}
+        return {
+            "name": self.name,
+            "server": server,
+            "version": self.version,
+            "synced": self.synced,
+            "available": self.available,
+            "lastError": error,
+            "workloads": len(rows),
+            "gpus": _num(gpus),
+            "accelerators": dict(sorted(accelerators.items())),
+            "phases": {
+                p: {"workloads": int(v["workloads"]), "gpus": _num(v["gpus"])} for p, v in sorted(by_phase.items())
+            },
+            "origin": self.spec.origin,
+            "source": self.spec.source or None,
+            "context": self.spec.context,
+            "checkedAt": now_iso(self.checked_at) if self.checked_at else None,
+            "since": now_iso(self.since),
+        }
 
 
 def _num(v: float) -> float | int:

@@ -31,8 +31,9 @@ from ..cluster.kube import Kube
 ALLOW_INSECURE_FLAG = "--cluster-secret-allow-insecure"
 
 # The keys a Secret's entries may hold (`extensions` is tooling metadata: accepted, never read).
-CLUSTER_KEYS = frozenset({"server", "certificate-authority-data", "tls-server-name", "insecure-skip-tls-verify",
-                          "extensions"})
+CLUSTER_KEYS = frozenset(
+    {"server", "certificate-authority-data", "tls-server-name", "insecure-skip-tls-verify", "extensions"}
+)
 USER_KEYS = frozenset({"token", "client-certificate-data", "client-key-data", "extensions"})
 CONTEXT_KEYS = frozenset({"cluster", "user", "namespace", "extensions"})
 
@@ -59,6 +60,7 @@ class RefusedKubeconfig(ValueError):
 @dataclass(frozen=True)
 class InlineConfig:
     """Everything the service uses of a Secret's kubeconfig (the digest and the redaction read it)."""
+
     server: str
     token: str | None = None
     client_certificate: bytes | None = None  # PEM (decoded client-certificate-data)
@@ -140,17 +142,19 @@ def validate(doc: dict[str, Any], context: str | None, *, allow_insecure: bool =
     except ValueError:
         raise RefusedKubeconfig(f"{cpath}.server is not a URL") from None
     if url.scheme != "https":
-        raise RefusedKubeconfig(f"{cpath}.server is refused: it must be an https:// URL (credentials are "
-                                "never sent in clear text)")
+        raise RefusedKubeconfig(
+            f"{cpath}.server is refused: it must be an https:// URL (credentials are never sent in clear text)"
+        )
     if not host or url.username is not None or url.password is not None or url.query or url.fragment:
-        raise RefusedKubeconfig(f"{cpath}.server must be https://HOST[:PORT][/PATH], without user, query or "
-                                "fragment")
+        raise RefusedKubeconfig(f"{cpath}.server must be https://HOST[:PORT][/PATH], without user, query or fragment")
     insecure = cluster.get("insecure-skip-tls-verify", False)
     if not isinstance(insecure, bool):
         raise RefusedKubeconfig(f"{cpath}.insecure-skip-tls-verify is not true or false")
     if insecure and not allow_insecure:
-        raise RefusedKubeconfig(f"{cpath}.insecure-skip-tls-verify is refused: the server's certificate "
-                                f"would not be checked (the operator can allow it: {ALLOW_INSECURE_FLAG} true)")
+        raise RefusedKubeconfig(
+            f"{cpath}.insecure-skip-tls-verify is refused: the server's certificate "
+            f"would not be checked (the operator can allow it: {ALLOW_INSECURE_FLAG} true)"
+        )
     sni = cluster.get("tls-server-name")
     if sni is not None and (not isinstance(sni, str) or not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", sni)):
         raise RefusedKubeconfig(f"{cpath}.tls-server-name is not a host name")
@@ -169,9 +173,15 @@ def validate(doc: dict[str, Any], context: str | None, *, allow_insecure: bool =
     cert, key = _pem(user, "client-certificate-data", upath), _pem(user, "client-key-data", upath)
     if (cert is None) != (key is None):
         raise RefusedKubeconfig(f"{upath}: client-certificate-data and client-key-data go together")
-    return InlineConfig(server=server.strip().rstrip("/"), token=token, client_certificate=cert, client_key=key,
-                        certificate_authority=_pem(cluster, "certificate-authority-data", cpath),
-                        tls_server_name=sni, insecure=insecure)
+    return InlineConfig(
+        server=server.strip().rstrip("/"),
+        token=token,
+        client_certificate=cert,
+        client_key=key,
+        certificate_authority=_pem(cluster, "certificate-authority-data", cpath),
+        tls_server_name=sni,
+        insecure=insecure,
+    )
 
 
 async def connect(cfg: InlineConfig, *, request_timeout: float = 30.0) -> Kube:
@@ -187,8 +197,11 @@ async def connect(cfg: InlineConfig, *, request_timeout: float = 30.0) -> Kube:
     if cfg.token:
         conf.api_key["BearerToken"] = f"Bearer {cfg.token}"
     with tempfile.TemporaryDirectory(prefix="wlmap-cluster-") as d:
-        for attr, pem in (("ssl_ca_cert", cfg.certificate_authority), ("cert_file", cfg.client_certificate),
-                          ("key_file", cfg.client_key)):
+        for attr, pem in (
+            ("ssl_ca_cert", cfg.certificate_authority),
+            ("cert_file", cfg.client_certificate),
+            ("key_file", cfg.client_key),
+        ):
             if pem is not None:
                 path = os.path.join(d, attr)
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -1,7 +1,8 @@
 """Where clusters come from: flags, kubeconfig contexts, labelled Secrets, each as a ClusterSpec.
 
 A spec is what it takes to connect (a kubeconfig path and a context; for a Secret, only the
-fields secret_kubeconfig.validate accepted) plus a digest of exactly that, so a Secret edited with new credentials is seen as a new connection
+fields secret_kubeconfig.validate accepted) plus a digest of exactly that, so a Secret edited with new
+credentials is seen as a new connection
 and one touched without a change is not.  Specs hold credentials: they are never rendered;
 only the name, origin, context and server URL are shown, and `redact()` scrubs any credential
 value from a message before it reaches a response, a log line or a metric.
@@ -26,8 +27,17 @@ HOME = "in-cluster"  # the local cluster's name unless renamed (--cluster-name)
 SECRET_LABEL = "workload-map.dev/cluster=true"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 # kubeconfig fields that are credentials (their values are redacted wherever they could leak)
-_SECRET_FIELDS = ("token", "password", "client-key-data", "client-certificate-data", "client-key",
-                  "id-token", "refresh-token", "access-token", "client-secret")
+_SECRET_FIELDS = (
+    "token",
+    "password",
+    "client-key-data",
+    "client-certificate-data",
+    "client-key",
+    "id-token",
+    "refresh-token",
+    "access-token",
+    "client-secret",
+)
 
 
 class SpecError(ValueError):
@@ -49,8 +59,9 @@ class ClusterSpec:
         # A Secret's spec without its validated connection would fall back to the pod's own
         # kubeconfig or service account; an operator's spec never takes the Secret path.
         if (self.origin == "secret") != (self.inline is not None):
-            raise ValueError(f"cluster {self.name}: only a Secret's spec holds an inline connection, "
-                             "and it always does")
+            raise ValueError(
+                f"cluster {self.name}: only a Secret's spec holds an inline connection, and it always does"
+            )
 
     def server(self) -> str | None:
         """The API server URL the spec points at (not a credential), when it can be read."""
@@ -90,8 +101,9 @@ class ClusterSpec:
 
 def check_name(name: str, where: str) -> str:
     if not NAME_RE.match(name):
-        raise SpecError(f"{where}: cluster name {name!r} is not a DNS label/subdomain "
-                        "(lowercase letters, digits, '-' and '.')")
+        raise SpecError(
+            f"{where}: cluster name {name!r} is not a DNS label/subdomain (lowercase letters, digits, '-' and '.')"
+        )
     return name
 
 
@@ -117,8 +129,11 @@ def _context(doc: dict[str, Any], name: str | None) -> dict[str, Any] | None:
 
 
 def kubeconfig_paths(kubeconfig: str | None) -> list[str]:
-    return [kubeconfig] if kubeconfig else \
-        [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
+    return (
+        [kubeconfig]
+        if kubeconfig
+        else [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or [str(Path.home() / ".kube/config")]
+    )
 
 
 def contexts(kubeconfig: str | None) -> tuple[list[str], str | None]:
@@ -154,8 +169,9 @@ def from_flag(value: str) -> ClusterSpec:
     if not Path(path).expanduser().is_file():
         raise SpecError(f"--cluster {name}: no kubeconfig file at {path}")
     path = str(Path(path).expanduser())
-    return ClusterSpec(name, "flag", kubeconfig=path, context=context or None,
-                       digest=_file_digest(path, context or None))
+    return ClusterSpec(
+        name, "flag", kubeconfig=path, context=context or None, digest=_file_digest(path, context or None)
+    )
 
 
 def from_contexts(kubeconfig: str | None) -> list[ClusterSpec]:
@@ -168,8 +184,9 @@ def from_contexts(kubeconfig: str | None) -> list[ClusterSpec]:
         cluster = n.lower()
         if not NAME_RE.match(cluster):
             cluster = re.sub(r"[^a-z0-9.-]+", "-", cluster).strip("-.")[:63] or "context"
-        out.append(ClusterSpec(cluster, "context", kubeconfig=kubeconfig, context=n,
-                               digest=_file_digest(kubeconfig, n)))
+        out.append(
+            ClusterSpec(cluster, "context", kubeconfig=kubeconfig, context=n, digest=_file_digest(kubeconfig, n))
+        )
     return out
 
 
@@ -194,8 +211,10 @@ def from_secret(secret: dict[str, Any], *, allow_insecure: bool = False) -> Clus
     only with `allow_insecure` (--cluster-secret-allow-insecure)."""
     meta = secret.get("metadata") or {}
     where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
-    data = {**{k: _b64(v, where, k) for k, v in (secret.get("data") or {}).items()},
-            **{k: str(v) for k, v in (secret.get("stringData") or {}).items()}}
+    data = {
+        **{k: _b64(v, where, k) for k, v in (secret.get("data") or {}).items()},
+        **{k: str(v) for k, v in (secret.get("stringData") or {}).items()},
+    }
     text = data.get("kubeconfig")
     if not text:
         raise SpecError(f"{where}: no `kubeconfig` key in its data")
@@ -217,10 +236,17 @@ def from_secret(secret: dict[str, Any], *, allow_insecure: bool = False) -> Clus
         inline = validate(doc, context, allow_insecure=allow_insecure)
     except RefusedKubeconfig as e:
         raise SpecError(f"{where}: {e}") from None
-    digest = _digest({k: base64.b64encode(v).decode() if isinstance(v, bytes) else v
-                      for k, v in vars(inline).items()}, context)
-    return ClusterSpec(name, "secret", inline=inline, context=context, digest=digest,
-                       source=f"{meta.get('namespace')}/{meta.get('name')}")
+    digest = _digest(
+        {k: base64.b64encode(v).decode() if isinstance(v, bytes) else v for k, v in vars(inline).items()}, context
+    )
+    return ClusterSpec(
+        name,
+        "secret",
+        inline=inline,
+        context=context,
+        digest=digest,
+        source=f"{meta.get('namespace')}/{meta.get('name')}",
+    )
 
 
 def _b64(v: Any, where: str, key: str) -> str:

@@ -218,6 +218,7 @@ class _Gen:
                 kc = f"({t} if type({t} := {kcode}) is str else _raise())"
             else:
                 raise nv.Unsupported(key.kind)
+            vcode: str | None
             if value is None:  # {a}: .a
                 vcode = f"_index({v}, {kc})"
             else:
@@ -339,7 +340,7 @@ def generate(tree: Node) -> tuple[str, nv.Fn]:
     body, _ = g.many(tree, "v", {})
     source = f"def _expression(v, env):\n    return {body}\n"
     namespace: dict[str, Any] = {**nv.RUNTIME, "_plus": _plus, "_only": _only, "_flat": _flat, **g.consts}
-    exec(compile(source, "<jq expression>", "exec"), namespace)  # noqa: S102 - our own generated code
+    exec(compile(source, "<jq expression>", "exec"), namespace)
     return source, namespace["_expression"]
 
 

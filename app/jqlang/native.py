@@ -82,7 +82,7 @@ def _cmp(a: Any, b: Any) -> int:
     if ra == 3 or ra == 4:
         return -1 if a < b else (1 if a > b else 0)
     if ra == 5:
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=False):  # the shorter array's prefix decides first
             c = _cmp(x, y)
             if c:
                 return c
@@ -366,7 +366,10 @@ def _one(n: Node) -> One | None:
                     return lambda v, env: v.get(key) if type(v) is dict else _index(v, key)
             return lambda v, env: _walk(v, keys)
         b = _one(base)
-        return (lambda v, env: _walk(b(v, env), keys)) if b is not None else None
+        if b is None:
+            return None
+        one_base = b
+        return lambda v, env: _walk(one_base(v, env), keys)
     if k == "binop":
         op = n.value
         if op == ",":
@@ -419,7 +422,7 @@ def _one(n: Node) -> One | None:
         conds, thens, otherwise = parts[0:-1:2], parts[1:-1:2], parts[-1]
 
         def branch(v: Any, env: Env) -> Any:
-            for c, t in zip(conds, thens):
+            for c, t in zip(conds, thens, strict=True):
                 if _truthy(c(v, env)):  # type: ignore[misc]
                     return t(v, env)  # type: ignore[misc]
             return otherwise(v, env)  # type: ignore[misc]
@@ -525,7 +528,7 @@ def compile_node(n: Node) -> Fn:
         def interp(v: Any, env: Env) -> list[Any]:
             out = []
             for text, fn in parts:
-                out.append(text if fn is None else gojq_tostring(_single(fn, v, env)))
+                out.append(str(text) if fn is None else gojq_tostring(_single(fn, v, env)))
             return ["".join(out)]
 
         return interp
@@ -675,6 +678,10 @@ def _at_most_one(n: Node) -> bool:
     return False
 
 
+def _field_of(key: Any) -> Fn:
+    return lambda v, env: [_index(v, key)]
+
+
 def _object(n: Node) -> Fn:
     entries: list[tuple[Any, Fn | None, Fn]] = []  # (constant key | None, key fn, value fn)
     for e in n.children:
@@ -695,8 +702,7 @@ def _object(n: Node) -> Fn:
         if value is None:  # {a}: .a
             if kconst is None:
                 raise Unsupported("shorthand")
-            const = kconst
-            vfn: Fn = lambda v, env, c=const: [_index(v, c)]  # noqa: E731
+            vfn = _field_of(kconst)
         else:
             vfn = compile_part(value)
         entries.append((kconst, kfn, vfn))
@@ -878,9 +884,14 @@ ONE_VALUE: dict[str, Callable[[Any], Any]] = {
     "env": lambda v: {},
 }
 
+
 # Every builtin of arity 0: the list of its outputs (the filters output none or the input).
+def _as_outputs(f: Callable[[Any], Any]) -> Callable[[Any], list[Any]]:
+    return lambda v: [f(v)]
+
+
 _ZERO: dict[str, Callable[[Any], list[Any]]] = {
-    **{name: (lambda f: lambda v: [f(v)])(f) for name, f in ONE_VALUE.items()},
+    **{name: _as_outputs(f) for name, f in ONE_VALUE.items()},
     "empty": lambda v: [],
     "values": lambda v: [v] if v is not None else [],
     "nulls": lambda v: [v] if v is None else [],
@@ -1135,7 +1146,7 @@ def _by(name: str, f: Fn) -> Fn:
 class Program:
     """One compiled expression: `run(value)` gives its outputs, or raises Fallback."""
 
-    __slots__ = ("text", "fn")
+    __slots__ = ("fn", "text")
 
     def __init__(self, text: str, fn: Fn):
         self.text, self.fn = text, fn

@@ -49,8 +49,14 @@ class ChangeLog(Protocol):
 
     def token(self, seq: int | None = None) -> str: ...
     def parse(self, token: str) -> int: ...
-    def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
-                cluster: str | None = None) -> Event: ...
+    def publish(
+        self,
+        type_: str,
+        key: tuple[str, str, str, str],
+        obj: Any,
+        resource: tuple[str, str],
+        cluster: str | None = None,
+    ) -> Event: ...
     def subscribe(self, accept: Callable[[Event], bool], size: int = 1000) -> Subscription: ...
     def since(self, seq: int) -> list[Event]: ...
     async def after(self, token: str) -> list[Event]: ...
@@ -82,7 +88,7 @@ class Subscription:
             self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return None
         if self.overflowed or self.queue.empty():
             return None
@@ -110,8 +116,14 @@ class EventLog:
         self.seq += 1
         return self.seq
 
-    def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
-                cluster: str | None = None) -> Event:
+    def publish(
+        self,
+        type_: str,
+        key: tuple[str, str, str, str],
+        obj: Any,
+        resource: tuple[str, str],
+        cluster: str | None = None,
+    ) -> Event:
         ev = Event(self.next_seq(), type_, key, obj, resource, cluster)
         self.ring.append(ev)
         for sub in list(self.subscribers):
@@ -128,8 +140,10 @@ class EventLog:
         if not (seq.isascii() and seq.isdigit()):  # int() takes other scripts' digits too
             raise TokenError(400, f"malformed resume token {token!r}")
         if epoch != self.epoch:
-            raise TokenError(410, "the resume token was issued by another service process (a restart, or "
-                                  "another replica); list again")
+            raise TokenError(
+                410,
+                "the resume token was issued by another service process (a restart, or another replica); list again",
+            )
         n = int(seq)
         if n > self.seq:
             raise TokenError(410, "the resume token is from the future of this process; list again")
@@ -145,6 +159,7 @@ class EventLog:
             return []
         oldest = self.ring[0].seq if self.ring else self.seq + 1
         if seq < oldest - 1:
-            raise TokenError(410, f"the resume token is too old (this service keeps the last {self.history} "
-                                  "changes); list again")
+            raise TokenError(
+                410, f"the resume token is too old (this service keeps the last {self.history} changes); list again"
+            )
         return [e for e in self.ring if e.seq > seq]

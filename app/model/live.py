@@ -105,9 +105,18 @@ def _rv_int(rv: str) -> int:
 
 
 class LiveModel(Reader):
-    def __init__(self, kube: Kube, registry: Callable[[], Registry], interpret: Interpret, *,
-                 namespaces: list[str] | None = None, history: int = 20000, cluster: str | None = None,
-                 events: EventLog | None = None, warning_events: int = 10000):
+    def __init__(
+        self,
+        kube: Kube,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+        *,
+        namespaces: list[str] | None = None,
+        history: int = 20000,
+        cluster: str | None = None,
+        events: EventLog | None = None,
+        warning_events: int = 10000,
+    ):
         self.kube, self.registry, self.interpret = kube, registry, interpret
         # In a fleet: the cluster's name, on every row, interpretation and event; the event log
         # is the fleet's (one sequence, so one resume token covers every cluster).
@@ -166,8 +175,15 @@ class LiveModel(Reader):
         self._tasks.append(asyncio.create_task(self._warm_loop(), name="model-warm"))
         if self.warning_events > 0:
             for ns in self.namespaces or [None]:
-                inf = Informer(self.kube, EVENTS, self._keep_warning, self._on_warning, namespace=ns,
-                               field_selector="type=Warning", scope=self.cluster)
+                inf = Informer(
+                    self.kube,
+                    EVENTS,
+                    self._keep_warning,
+                    self._on_warning,
+                    namespace=ns,
+                    field_selector="type=Warning",
+                    scope=self.cluster,
+                )
                 self._event_informers.append(inf)
                 self._tasks.append(asyncio.create_task(inf.run(stop), name=f"informer-{inf.name}"))
             self._tasks.append(asyncio.create_task(self._prune_loop(), name="model-prune-events"))
@@ -209,8 +225,12 @@ class LiveModel(Reader):
         informers = [i for kw in self.kinds.values() for i in kw.informers]
         live = all(i.connected for i in informers)
         contact = min((i.last_contact for i in informers), default=time.time())
-        return {"source": "model", "resourceVersion": str(self.max_rv) if self.max_rv else None,
-                "observedAt": now_iso(None if live else contact), "watching": live}
+        return {
+            "source": "model",
+            "resourceVersion": str(self.max_rv) if self.max_rv else None,
+            "observedAt": now_iso(None if live else contact),
+            "watching": live,
+        }
 
     @property
     def applied_rv(self) -> int | None:
@@ -223,25 +243,47 @@ class LiveModel(Reader):
 
     def error(self) -> str | None:
         """Why part of the cluster cannot be watched now (None: nothing stands in the way)."""
-        return next((i.error for kw in self.kinds.values() for i in kw.informers
-                     if i.error and i.state in ("unavailable", "forbidden")), None)
+        return next(
+            (
+                i.error
+                for kw in self.kinds.values()
+                for i in kw.informers
+                if i.error and i.state in ("unavailable", "forbidden")
+            ),
+            None,
+        )
 
     def status(self) -> dict[str, Any]:
-        kinds = [i.status() | {"definition": kw.definition.name if kw.definition else None}
-                 for kw in sorted(self.kinds.values(), key=lambda k: k.gk) for i in kw.informers]
+        kinds = [
+            i.status() | {"definition": kw.definition.name if kw.definition else None}
+            for kw in sorted(self.kinds.values(), key=lambda k: k.gk)
+            for i in kw.informers
+        ]
         top = [u for u, st in self.states.items() if st.row is not None]
-        return {"enabled": True, **({"cluster": self.cluster} if self.cluster else {}),
-                "synced": self.synced, "server": self.kube.host, "startedAt": now_iso(self.started_at),
-                "syncedAt": now_iso(self.synced_at) if self.synced_at else None,
-                "namespaces": self.namespaces, "kinds": kinds,
-                "notServed": sorted(f"{k}.{g}" if g else k for g, k in self.unserved),
-                "objects": len(self.graph.by_uid), "pods": len(self.graph.pods), "workloads": len(top),
-                "pending": len(self._dirty),
-                "interpretations": self.interpretations, "answersReady": len(self._live),
-                "warningEvents": {"kept": len(self.warnings), "evicted": self.warnings.evictions,
-                                  "informers": [i.status() for i in self._event_informers]},
-                "resumeToken": self.events.token(),
-                "freshness": self.freshness()}
+        return {
+            "enabled": True,
+            **({"cluster": self.cluster} if self.cluster else {}),
+            "synced": self.synced,
+            "server": self.kube.host,
+            "startedAt": now_iso(self.started_at),
+            "syncedAt": now_iso(self.synced_at) if self.synced_at else None,
+            "namespaces": self.namespaces,
+            "kinds": kinds,
+            "notServed": sorted(f"{k}.{g}" if g else k for g, k in self.unserved),
+            "objects": len(self.graph.by_uid),
+            "pods": len(self.graph.pods),
+            "workloads": len(top),
+            "pending": len(self._dirty),
+            "interpretations": self.interpretations,
+            "answersReady": len(self._live),
+            "warningEvents": {
+                "kept": len(self.warnings),
+                "evicted": self.warnings.evictions,
+                "informers": [i.status() for i in self._event_informers],
+            },
+            "resumeToken": self.events.token(),
+            "freshness": self.freshness(),
+        }
 
     # -- planning ---------------------------------------------------------------------------
     def _covered(self, group: str, kind: str) -> bool:
@@ -350,11 +392,19 @@ class LiveModel(Reader):
             self._stop_kind(previous)
         for ns in spaces:
             if crd:
-                inf = Informer(self.kube, kw.resource, self._keep_crd, self._on_crd, metadata_only=True,
-                               scope=self.cluster)
+                inf = Informer(
+                    self.kube, kw.resource, self._keep_crd, self._on_crd, metadata_only=True, scope=self.cluster
+                )
             else:
-                inf = Informer(self.kube, kw.resource, self._keeper(kw), self._handler(kw), namespace=ns,
-                               metadata_only=kw.projection is None, scope=self.cluster)
+                inf = Informer(
+                    self.kube,
+                    kw.resource,
+                    self._keeper(kw),
+                    self._handler(kw),
+                    namespace=ns,
+                    metadata_only=kw.projection is None,
+                    scope=self.cluster,
+                )
             if previous is not None:  # the new list diffs against what we hold: no repeats, no misses
                 for old in previous.informers:
                     if old.namespace == inf.namespace:
@@ -363,8 +413,12 @@ class LiveModel(Reader):
             kw.tasks.append(asyncio.create_task(inf.run(self._stop), name=f"informer-{inf.name}"))
         if not crd:
             self.kinds[kw.gk] = kw
-        log.info("%s: watching %s (%s)", self.who, kw.resource.plural + "." + (kw.resource.group or "core"),
-                 "metadata" if kw.projection is None else "full")
+        log.info(
+            "%s: watching %s (%s)",
+            self.who,
+            kw.resource.plural + "." + (kw.resource.group or "core"),
+            "metadata" if kw.projection is None else "full",
+        )
 
     def _stop_kind(self, kw: KindWatch) -> None:
         for t in kw.tasks:
@@ -475,8 +529,10 @@ class LiveModel(Reader):
             self._wake.set()
 
     def pod_facts(self, uid: str) -> list[PodFacts]:
-        return [PodFacts(p.uid, p.name, None, p.symptoms, p.scheduled, self.graph.chain(p.uid))
-                for p in self.graph.pods_of(uid)]
+        return [
+            PodFacts(p.uid, p.name, None, p.symptoms, p.scheduled, self.graph.chain(p.uid))
+            for p in self.graph.pods_of(uid)
+        ]
 
     def warnings_of(self, uid: str) -> list[Any]:
         return self.warnings.of({uid} | self.graph.descendants(uid))
@@ -485,8 +541,13 @@ class LiveModel(Reader):
         """The row's reason: the top diagnosis entry, without placing pods on components."""
         if state.facts is None:
             return None
-        return row_reason(state.facts["result"], self.pod_facts(uid), self.warnings_of(uid), ready=ready,
-                          gang_min=state.facts.get("gangMin"))
+        return row_reason(
+            state.facts["result"],
+            self.pod_facts(uid),
+            self.warnings_of(uid),
+            ready=ready,
+            gang_min=state.facts.get("gangMin"),
+        )
 
     # -- interpretation ---------------------------------------------------------------------
     async def _process_loop(self) -> None:
@@ -504,8 +565,13 @@ class LiveModel(Reader):
                 log.exception("%s: processing changes failed", self.who)
             if self.synced and self.synced_at is None:
                 self.synced_at = time.time()
-                log.info("%s: synced in %.2f s: %d objects, %d workloads", self.who, self.synced_at - self.started_at,
-                         len(self.graph.by_uid), sum(1 for s in self.states.values() if s.row is not None))
+                log.info(
+                    "%s: synced in %.2f s: %d objects, %d workloads",
+                    self.who,
+                    self.synced_at - self.started_at,
+                    len(self.graph.by_uid),
+                    sum(1 for s in self.states.values() if s.row is not None),
+                )
 
     async def _process(self) -> None:
         n = 0
@@ -525,12 +591,20 @@ class LiveModel(Reader):
         kw = self._kind_of(obj) if obj is not None else None
         state = self.states.get(uid)
         if self.watchers:
-            key = (obj.group, obj.kind, obj.namespace, obj.name) if obj is not None else \
-                (row_key(state.row) if state is not None and state.row is not None else None)
+            key = (
+                (obj.group, obj.kind, obj.namespace, obj.name)
+                if obj is not None
+                else (row_key(state.row) if state is not None and state.row is not None else None)
+            )
             for ev in self.watchers.get(key, ()) if key else ():
                 ev.set()
-        top = obj is not None and kw is not None and kw.definition is not None and uid in self.graph.workloads \
+        top = (
+            obj is not None
+            and kw is not None
+            and kw.definition is not None
+            and uid in self.graph.workloads
             and not self.graph.nested.get(uid, False)
+        )
         if not top:
             if state is not None and state.row is not None:
                 self.events.publish("DELETED", row_key(state.row), state.row, self._res(state.row), self.cluster)
@@ -549,8 +623,13 @@ class LiveModel(Reader):
         row = self._row(obj, state, ready)
         row["reason"] = self._reason(uid, state, ready)
         if row != state.row:
-            self.events.publish("ADDED" if state.row is None else "MODIFIED", row_key(row), row,
-                                (kw.resource.group, kw.resource.plural), self.cluster)
+            self.events.publish(
+                "ADDED" if state.row is None else "MODIFIED",
+                row_key(row),
+                row,
+                (kw.resource.group, kw.resource.plural),
+                self.cluster,
+            )
             state.row = row
         if self.exporter is not None:
             self.exporter(uid)
@@ -577,7 +656,7 @@ class LiveModel(Reader):
                 continue
             try:
                 await self.live_result(kw, obj, self.definition_for(kw.resource.gvk), True)
-            except Exception:  # noqa: BLE001 - the read will meet the same error and report it
+            except Exception:
                 pass
             await asyncio.sleep(0)  # requests first
 
@@ -590,7 +669,7 @@ class LiveModel(Reader):
         state.labels = (body.get("metadata") or {}).get("labels") or None
         try:
             result = await self.interpret(d, body, None)
-        except Exception as e:  # noqa: BLE001 - one bad object never hides the others
+        except Exception as e:
             if getattr(e, "status", None) == 503:  # no evaluation worker was free: not an answer, ask again
                 state.rv = ""  # the last answer stands until then (the first time, the row says why it has none)
                 if state.facts is None and state.error is None:
@@ -612,9 +691,17 @@ class LiveModel(Reader):
         return (g, kw.resource.plural) if kw else (g, k.lower() + "s")
 
     def _row(self, obj: Obj, state: WorkloadState, ready: int | None) -> dict[str, Any]:
-        meta = {"metadata": {"uid": obj.uid, "name": obj.name, "namespace": obj.namespace or None,
-                             "creationTimestamp": obj.created, "labels": state.labels},
-                "apiVersion": self._api_version(obj), "kind": obj.kind}
+        meta = {
+            "metadata": {
+                "uid": obj.uid,
+                "name": obj.name,
+                "namespace": obj.namespace or None,
+                "creationTimestamp": obj.created,
+                "labels": state.labels,
+            },
+            "apiVersion": self._api_version(obj),
+            "kind": obj.kind,
+        }
         if state.error is not None or state.facts is None:
             row = error_row(meta, state.error or Exception("not interpreted"), ready)
         else:
@@ -674,10 +761,19 @@ class LiveModel(Reader):
         return Found(kw.resource, o.uid, (o.controller or ("", "", "", None))[3], o.namespace, o.name, o)
 
     async def body(self, found: Found) -> dict[str, Any]:
-        return found.item.object()  # type: ignore[no-any-return]
+        return found.item.object()
 
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+    async def describe(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        with_pods: bool = True,
+        allow: Allow,
+        freshness: bool = True,
+    ) -> bytes:
         """GET /workloads/{ns}/{name} from memory, as JSON bytes (with `freshness` unless told not to:
         a stream compares states, and the time of each answer would make every one differ)."""
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
@@ -691,8 +787,9 @@ class LiveModel(Reader):
     async def live_result(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool) -> bytes:
         return (await self.live_answer(kw, obj, d, with_pods))[0]
 
-    async def live_answer(self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool
-                          ) -> tuple[bytes, Context | None]:
+    async def live_answer(
+        self, kw: KindWatch, obj: Obj, d: Definition, with_pods: bool
+    ) -> tuple[bytes, Context | None]:
         """The live interpretation as JSON, and (with pods) what its diagnosis needs of it."""
         pods = sorted(self.graph.pods_of(obj.uid), key=lambda p: p.name) if with_pods else None
         sig = (obj.rv, d.digest, None if pods is None else tuple((p.uid, p.rv) for p in pods))
@@ -719,8 +816,9 @@ class LiveModel(Reader):
         if known is not None and known[0] == key and key[0] is not None:
             entries = known[1]
         else:
-            entries = exact(orjson.dumps(explain(ctx, self.pod_facts(found.uid),
-                                                 self.warnings_of(found.uid) if events else [])))
+            entries = exact(
+                orjson.dumps(explain(ctx, self.pod_facts(found.uid), self.warnings_of(found.uid) if events else []))
+            )
             self._diagnoses[found.uid] = (key, entries)
         return with_diagnosis(body, entries, notes)
 
@@ -737,12 +835,14 @@ class LiveModel(Reader):
         """The digest of the state sent with `token` for this workload (TokenError: unknown here)."""
         seen = self.sent.get(self.events.parse(token))
         if seen is None or seen[0] != key:
-            raise TokenError(410, "the resume token is too old for this workload (or was issued for another "
-                                  "one); read it again")
+            raise TokenError(
+                410, "the resume token is too old for this workload (or was issued for another one); read it again"
+            )
         return seen[1]
 
-    async def export(self, uid: str, held_rv: str | None = None
-                     ) -> tuple[dict[str, Any], str, bytes | None, bytes, bytes] | None:
+    async def export(
+        self, uid: str, held_rv: str | None = None
+    ) -> tuple[dict[str, Any], str, bytes | None, bytes, bytes] | None:
         """What the store keeps of a published workload (None: it has no row now): its row, the
         object's resourceVersion and the object as kept (JSON; None when the store holds it at
         `held_rv` already), its live answer with pods (JSON), and its diagnosis with and without
@@ -760,11 +860,17 @@ class LiveModel(Reader):
         kept = None if held_rv == obj.rv else exact(orjson.dumps(obj.object()))
         return state.row, obj.rv, kept, body, orjson.dumps(diag)
 
-    async def summaries(self, namespace: str | None, kind: str | None = None, *,
-                        allow: Allow) -> dict[str, Any]:
+    async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
         """GET /workloads from memory (the rules of Workloads.summaries)."""
-        return await summarize(self.kinds.values(), (st.row for st in self.states.values() if st.row is not None),
-                               namespace, kind, allow, self.namespaces, self.freshness())
+        return await summarize(
+            self.kinds.values(),
+            (st.row for st in self.states.values() if st.row is not None),
+            namespace,
+            kind,
+            allow,
+            self.namespaces,
+            self.freshness(),
+        )
 
     def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Every published row with the facts behind it (for the workload metrics)."""
@@ -781,8 +887,15 @@ def known_kinds(kinds: Any, kind: str | None, api_version: str | None) -> list[K
     return out
 
 
-async def summarize(kinds: Any, rows: Any, namespace: str | None, kind: str | None, allow: Allow,
-                    namespaces: list[str] | None, freshness: dict[str, Any]) -> dict[str, Any]:
+async def summarize(
+    kinds: Any,
+    rows: Any,
+    namespace: str | None,
+    kind: str | None,
+    allow: Allow,
+    namespaces: list[str] | None,
+    freshness: dict[str, Any],
+) -> dict[str, Any]:
     """The rows of a list held in memory (this model's, or the store's mirror of a shard's), as
     the caller may see them: the list rules (cluster/views.py) the direct reader lists with."""
     rules = ListRules(allow, namespace, kind)
@@ -805,15 +918,25 @@ async def summarize(kinds: Any, rows: Any, namespace: str | None, kind: str | No
 def row_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
     """(group, kind, namespace, name) of a summary row: how events and streams name a workload."""
     w = row["workload"]
-    return (str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind")), str(w.get("namespace") or ""),
-            str(w.get("name")))
+    return (
+        str(w.get("apiVersion") or "").rpartition("/")[0],
+        str(w.get("kind")),
+        str(w.get("namespace") or ""),
+        str(w.get("name")),
+    )
 
 
 def _facts(result: dict[str, Any]) -> dict[str, Any]:
     """What rows and metrics need of an interpretation, kept small (the full result is not kept:
     a read of one workload interprets it again, with its pods)."""
-    slim = {"workload": result["workload"], "definition": result["definition"], "complete": result["complete"],
-            "status": {"phase": result["status"]["phase"], "matched": result["status"]["matched"]}
-            if result.get("status") else None,
-            "totals": result.get("totals"), "errors": result.get("errors")}
+    slim = {
+        "workload": result["workload"],
+        "definition": result["definition"],
+        "complete": result["complete"],
+        "status": {"phase": result["status"]["phase"], "matched": result["status"]["matched"]}
+        if result.get("status")
+        else None,
+        "totals": result.get("totals"),
+        "errors": result.get("errors"),
+    }
     return {"result": slim, "gangMin": gang_minimum(result), "components": components_of(result)}

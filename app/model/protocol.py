@@ -27,6 +27,7 @@ class ClusterModel(WorkloadReader, Protocol):
     @property
     def events(self) -> ChangeLog:
         """The change events of its rows (a fleet's models share one log)."""
+
     @property
     def watchers(self) -> dict[StreamKey, set[asyncio.Event]]:
         """The single-workload streams open on it, woken when their workload changes."""
@@ -44,8 +45,10 @@ class ClusterModel(WorkloadReader, Protocol):
     def kinds(self) -> dict[GK, KindWatch]: ...
     def answers(self, kind: str | None, api_version: str | None, namespace: str | None) -> bool:
         """Whether this read can come from what the model holds (else from the API server)."""
+
     def refusal(self) -> Exception:
         """Why a read it does not answer gets no answer, where nothing else may give one."""
+
     def error(self) -> str | None: ...
     def status(self) -> dict[str, Any]: ...
     def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]: ...

@@ -28,18 +28,39 @@ from .packing import Packer, unpack
 # (group, kind, name, uid, controller, version)
 Owner = tuple[str, str, str, str, bool, str]
 
-_META: Tree = {"name": True, "namespace": True, "uid": True, "resourceVersion": True, "generation": True,
-               "creationTimestamp": True, "deletionTimestamp": True, "ownerReferences": True}
+_META: Tree = {
+    "name": True,
+    "namespace": True,
+    "uid": True,
+    "resourceVersion": True,
+    "generation": True,
+    "creationTimestamp": True,
+    "deletionTimestamp": True,
+    "ownerReferences": True,
+}
 # What the engine reads of any workload object outside its definition's expressions (and the
 # labels: a batch's groupBy reads them of the objects it fetches).
-WORKLOAD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": dict(_META, labels=True),
-                       "status": {"observedGeneration": True}}
+WORKLOAD_BASE: Tree = {
+    "apiVersion": True,
+    "kind": True,
+    "metadata": dict(_META, labels=True),
+    "status": {"observedGeneration": True},
+}
 # What the live view reads of a pod (attribution, readiness, reasons, the pod checks).
 _CONTAINER_STATUS: Tree = {None: {"name": True, "ready": True, "restartCount": True, "state": True}}
-POD_BASE: Tree = {"apiVersion": True, "kind": True, "metadata": dict(_META, labels=True),
-                  "spec": {"nodeName": True},
-                  "status": {"phase": True, "reason": True, "conditions": True,
-                             "containerStatuses": _CONTAINER_STATUS, "initContainerStatuses": _CONTAINER_STATUS}}
+POD_BASE: Tree = {
+    "apiVersion": True,
+    "kind": True,
+    "metadata": dict(_META, labels=True),
+    "spec": {"nodeName": True},
+    "status": {
+        "phase": True,
+        "reason": True,
+        "conditions": True,
+        "containerStatuses": _CONTAINER_STATUS,
+        "initContainerStatuses": _CONTAINER_STATUS,
+    },
+}
 
 
 @dataclass(slots=True)
@@ -94,8 +115,16 @@ def owners_of(meta: dict[str, Any]) -> tuple[Owner, ...]:
             continue
         group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
         # interned: the name and UID of an owner repeat in each of its children (pods of a Job)
-        out.append((_intern(group), _intern(str(ref.get("kind") or "")), _intern(str(ref.get("name") or "")),
-                    _intern(str(ref["uid"])), ref.get("controller") is True, _intern(version)))
+        out.append(
+            (
+                _intern(group),
+                _intern(str(ref.get("kind") or "")),
+                _intern(str(ref.get("name") or "")),
+                _intern(str(ref["uid"])),
+                ref.get("controller") is True,
+                _intern(version),
+            )
+        )
     owners = tuple(out)
     global _last_owners
     if owners == _last_owners:  # siblings come one after another (a list, a rollout): one tuple for all
@@ -107,8 +136,14 @@ def owners_of(meta: dict[str, Any]) -> tuple[Owner, ...]:
 _last_owners: tuple[Owner, ...] = ()
 
 
-def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool | None,
-           is_pod: bool = False, packer: Packer | None = None) -> Obj | None:
+def record(
+    obj: dict[str, Any],
+    group: str,
+    kind: str,
+    projection: Tree | bool | None,
+    is_pod: bool = False,
+    packer: Packer | None = None,
+) -> Obj | None:
     """The model's record of a wire object (`projection` None: metadata only), its body packed
     by `packer` (the kind's) if given."""
     meta = obj.get("metadata")
@@ -126,9 +161,18 @@ def record(obj: dict[str, Any], group: str, kind: str, projection: Tree | bool |
     dictionary = None
     if body is not None and packer is not None:
         body, dictionary = packer.pack(body)
-    rec = Obj(_intern(group), _intern(kind), _intern(str(meta.get("namespace") or "")), str(meta["name"]),
-              str(meta["uid"]), str(meta.get("resourceVersion") or ""), owners_of(meta),
-              _created(meta.get("creationTimestamp")), body, dictionary=dictionary)
+    rec = Obj(
+        _intern(group),
+        _intern(kind),
+        _intern(str(meta.get("namespace") or "")),
+        str(meta["name"]),
+        str(meta["uid"]),
+        str(meta.get("resourceVersion") or ""),
+        owners_of(meta),
+        _created(meta.get("creationTimestamp")),
+        body,
+        dictionary=dictionary,
+    )
     if is_pod:
         rec.ready, rec.symptoms, rec.scheduled = pod_ready(obj), pod_symptoms(obj), scheduled(obj)
     return rec

@@ -45,8 +45,14 @@ class Kept:
 
 
 class WarningEvents:
-    def __init__(self, *, per_object: int = 10, max_events: int = 10000, max_age: float = EVENT_MAX_AGE,
-                 forget: Callable[[Key], None] | None = None):
+    def __init__(
+        self,
+        *,
+        per_object: int = 10,
+        max_events: int = 10000,
+        max_age: float = EVENT_MAX_AGE,
+        forget: Callable[[Key], None] | None = None,
+    ):
         self.per_object, self.max_events, self.max_age = per_object, max_events, max_age
         self.forget = forget or (lambda key: None)  # drop an evicted event from the informer's copy
         self.by_uid: dict[str, dict[Key, WarningEvent]] = {}

@@ -53,15 +53,20 @@ def direct(service: Service, member: Member) -> Workloads:
 
 def write_problem(e: WriteFailed) -> ProblemError:
     if e.status == 403:  # the caller may patch, the service's own account may not: a deployment problem
-        return ProblemError(503, "service-forbidden", "Service unavailable",
-                            f"the service account is {e.message[0].lower()}{e.message[1:]} (the chart grants "
-                            "`patch` on the catalog's kinds with config.actions: true)")
+        return ProblemError(
+            503,
+            "service-forbidden",
+            "Service unavailable",
+            f"the service account is {e.message[0].lower()}{e.message[1:]} (the chart grants "
+            "`patch` on the catalog's kinds with config.actions: true)",
+        )
     titles = {409: "Conflict", 404: "Workload not found", 422: "Patch refused", 503: "Service unavailable"}
     return ProblemError(e.status, e.slug, titles.get(e.status, "Error"), e.message)
 
 
-async def patch_object(member: Member, res: Resource, namespace: str | None, name: str, old: dict[str, Any],
-                       ops: list[dict[str, Any]]) -> dict[str, Any]:
+async def patch_object(
+    member: Member, res: Resource, namespace: str | None, name: str, old: dict[str, Any], ops: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Send `ops` guarded by `old`'s resourceVersion; the object as stored after (409 on a conflict)."""
     rv = (old.get("metadata") or {}).get("resourceVersion")
     if not isinstance(rv, str) or not rv:
@@ -73,17 +78,31 @@ async def patch_object(member: Member, res: Resource, namespace: str | None, nam
         raise write_problem(e) from None
 
 
-async def _member(service: Service, state: dict[str, Any], cluster: str | None, namespace: str, name: str,
-                  kind: str | None, api_version: str | None) -> Member:
+async def _member(
+    service: Service,
+    state: dict[str, Any],
+    cluster: str | None,
+    namespace: str,
+    name: str,
+    kind: str | None,
+    api_version: str | None,
+) -> Member:
     if cluster is None and service.fleet_mode:  # the one cluster holding it, as GET finds it
-        return await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, api_version,
-                                               lambda m: service.auth.rights(state, m),
-                                               lambda m: service.reader(m, kind, api_version, namespace))
+        return await fleet_reads.find_in_fleet(
+            service.members(None),
+            namespace,
+            name,
+            kind,
+            api_version,
+            lambda m: service.auth.rights(state, m),
+            lambda m: service.reader(m, kind, api_version, namespace),
+        )
     return service.member(cluster)
 
 
-async def _patchable(reader: Workloads, allow: Allow, namespace: str, name: str, kind: str | None,
-                     api_version: str | None) -> tuple[list[Resource], list[Resource]]:
+async def _patchable(
+    reader: Workloads, allow: Allow, namespace: str, name: str, kind: str | None, api_version: str | None
+) -> tuple[list[Resource], list[Resource]]:
     """The kinds the name may belong to, and those the caller may patch it in (asked before any read)."""
     if kind and api_version:
         res = await reader.resource(api_version, kind)
@@ -91,18 +110,31 @@ async def _patchable(reader: Workloads, allow: Allow, namespace: str, name: str,
     else:
         kinds = [k.resource for k in await reader.served(kind, api_version) if k.resource is not None]
     may = await asyncio.gather(*(allow("patch", r, namespace if r.namespaced else None, name) for r in kinds))
-    return kinds, [r for r, ok in zip(kinds, may) if ok]
+    return kinds, [r for r, ok in zip(kinds, may, strict=False) if ok]
 
 
 def _may_not_patch(kinds: list[Resource], namespace: str, kind: str | None) -> ProblemError:
     if len(kinds) == 1:
         return may_not_patch(kinds[0], namespace if kinds[0].namespaced else None)
-    return ProblemError(403, "forbidden", "Forbidden", "not allowed to patch any workload kind"
-                                                       f"{' named ' + repr(kind) if kind else ''} in namespace {namespace}")
+    return ProblemError(
+        403,
+        "forbidden",
+        "Forbidden",
+        f"not allowed to patch any workload kind{' named ' + repr(kind) if kind else ''} in namespace {namespace}",
+    )
 
 
-async def suspend_or_resume(service: Service, state: dict[str, Any], which: str, cluster: str | None, namespace: str,
-                            name: str, kind: str | None, api_version: str | None, pods: bool) -> bytes:
+async def suspend_or_resume(
+    service: Service,
+    state: dict[str, Any],
+    which: str,
+    cluster: str | None,
+    namespace: str,
+    name: str,
+    kind: str | None,
+    api_version: str | None,
+    pods: bool,
+) -> bytes:
     """POST .../workloads/{ns}/{name}/suspend|resume: the definition's actions, as one guarded
     patch; the live interpretation read after it."""
     need_actions(service)
@@ -129,8 +161,13 @@ async def suspend_or_resume(service: Service, state: dict[str, Any], which: str,
     except NoSuspendDefinition as e:
         raise ProblemError(422, "no-suspend-definition", "No suspendDefinition", str(e)) from None
     except ActionError as e:
-        raise ProblemError(422, "invalid-suspend-action", "Invalid suspend action",
-                           f"the definition {d.name}: {e}", [{"path": e.field, "message": e.message}]) from None
+        raise ProblemError(
+            422,
+            "invalid-suspend-action",
+            "Invalid suspend action",
+            f"the definition {d.name}: {e}",
+            [{"path": e.field, "message": e.message}],
+        ) from None
     res, ns = found.resource, found.namespace or None
     ops = make_patch(obj, new)
     if ops:  # already suspended (resumed): nothing to write
@@ -157,7 +194,8 @@ async def authorize_apply(service: Service, state: dict[str, Any], ref: dict[str
     except LookupFailed as e:
         raise service.explained(e, ns or "", ref["name"], ref["kind"]) from None
     if res is None:
-        raise ProblemError(404, "kind-not-served", "Not found",
-                           f"{ref['kind']} ({ref['apiVersion']}) is not served by this cluster")
+        raise ProblemError(
+            404, "kind-not-served", "Not found", f"{ref['kind']} ({ref['apiVersion']}) is not served by this cluster"
+        )
     await service.auth.require_patch(state, member, res, ns if res.namespaced else None, ref["name"])
     return member, res

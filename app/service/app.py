@@ -27,15 +27,18 @@ from .routes import (
 from .routes.direct import direct_routes
 from .settings import Settings
 
-DESCRIPTION = ("Interpret any Kubernetes AI workload through Karta (NVIDIA Workload Map) definitions: "
-               "normalized status, component tree, scale and resource totals, gang hints.")
+DESCRIPTION = (
+    "Interpret any Kubernetes AI workload through Karta (NVIDIA Workload Map) definitions: "
+    "normalized status, component tree, scale and resource totals, gang hints."
+)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     service = wiring.build(settings or Settings())
 
-    app = FastAPI(title="workload-map", version=__version__, lifespan=lambda _: service.running(),
-                  description=DESCRIPTION)
+    app = FastAPI(
+        title="workload-map", version=__version__, lifespan=lambda _: service.running(), description=DESCRIPTION
+    )
     app.state.service = service
     app.add_exception_handler(ProblemError, on_problem)  # type: ignore[arg-type]
     for error in DOMAIN_ERRORS:  # the lower layers' errors, said as the table in errors.py says
@@ -43,11 +46,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, on_http)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, on_unexpected)
-    routers = (interpret.router, definitions.router, workloads.router, clusters.router, actions.router,
-               metrics.router, health.router)
-    app.add_middleware(ServiceMiddleware, limits=service.body_limits, metrics=service.metrics,
-                       direct=direct_routes(*routers),
-                       authenticate=service.auth.authenticate if service.auth.enabled else None)
+    routers = (
+        interpret.router,
+        definitions.router,
+        workloads.router,
+        clusters.router,
+        actions.router,
+        metrics.router,
+        health.router,
+    )
+    app.add_middleware(
+        ServiceMiddleware,
+        limits=service.body_limits,
+        metrics=service.metrics,
+        direct=direct_routes(*routers),
+        authenticate=service.auth.authenticate if service.auth.enabled else None,
+    )
     for router in routers:
         app.include_router(router)
     mount_ui(app)

@@ -44,8 +44,13 @@ def unauthenticated(detail: str) -> ProblemError:
 
 
 def may_not_patch(res: Resource, namespace: str | None) -> ProblemError:
-    return ProblemError(403, "forbidden", "Forbidden", f"not allowed to patch {res.plural}"
-                        f"{'.' + res.group if res.group else ''}{' in namespace ' + namespace if namespace else ''}")
+    return ProblemError(
+        403,
+        "forbidden",
+        "Forbidden",
+        f"not allowed to patch {res.plural}"
+        f"{'.' + res.group if res.group else ''}{' in namespace ' + namespace if namespace else ''}",
+    )
 
 
 def bearer_token(scope: dict[str, Any]) -> str | None:
@@ -69,8 +74,9 @@ class Authorizer:
         """Middleware hook: the caller, from the bearer token (401 without a valid one)."""
         access = self._home_access()
         if access is None:
-            raise ProblemError(503, "not-ready", "Not ready", "the cluster connection is starting",
-                               headers={"Retry-After": "2"})
+            raise ProblemError(
+                503, "not-ready", "Not ready", "the cluster connection is starting", headers={"Retry-After": "2"}
+            )
         token = bearer_token(scope)
         if token is None:
             raise unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
@@ -114,8 +120,9 @@ class Authorizer:
 
         return allow
 
-    async def require_patch(self, state: dict[str, Any], member: Member, res: Resource, namespace: str | None,
-                            name: str) -> None:
+    async def require_patch(
+        self, state: dict[str, Any], member: Member, res: Resource, namespace: str | None, name: str
+    ) -> None:
         """A write's right, asked before the object is read (so a refusal says nothing of whether it
         exists): `patch` on that object, in the cluster that holds it.  Recorded in the audit line."""
         if not await self.rights(state, member)("patch", res, namespace, name):
@@ -161,9 +168,15 @@ def audit_fields(state: dict[str, Any], status: int) -> dict[str, Any] | None:
     if not audit or not isinstance(caller, Caller):
         return None
     results = set(audit.values())
-    checks = [{"cluster": c or None, "verb": v, "resource": w, "namespace": ns, "allowed": ok}
-              for (c, v, w, ns), ok in audit.items()]
-    return {"user": caller.user, "groups": list(caller.groups),
-            "decision": "deny" if status == 403 or results == {False} else "allow" if results == {True} else "partial",
-            "clusters": sorted({c for c, *_ in audit if c}),
-            "namespaces": sorted({ns for *_, ns in audit if ns}), "checks": checks}
+    checks = [
+        {"cluster": c or None, "verb": v, "resource": w, "namespace": ns, "allowed": ok}
+        for (c, v, w, ns), ok in audit.items()
+    ]
+    return {
+        "user": caller.user,
+        "groups": list(caller.groups),
+        "decision": "deny" if status == 403 or results == {False} else "allow" if results == {True} else "partial",
+        "clusters": sorted({c for c, *_ in audit if c}),
+        "namespaces": sorted({ns for *_, ns in audit if ns}),
+        "checks": checks,
+    }

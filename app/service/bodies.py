@@ -29,8 +29,12 @@ def decode(body: bytes, media: str, what: str = "body") -> list[Any]:
             raise unencodable_problem(e, what) from None
         except DocumentError as e:
             raise ProblemError(400, "malformed-body", "Malformed body", f"{what}: {e}") from None
-    raise ProblemError(415, "unsupported-media-type", "Unsupported media type",
-                       f"send application/json or application/yaml, not {media}")
+    raise ProblemError(
+        415,
+        "unsupported-media-type",
+        "Unsupported media type",
+        f"send application/json or application/yaml, not {media}",
+    )
 
 
 def dumps(v: Any) -> Response:

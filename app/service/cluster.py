@@ -25,7 +25,7 @@ from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.store import DefinitionStore
 from ..model.protocol import ClusterModel
-from .settings import Settings, auth_mode, cluster_enabled, fleet_mode
+from .settings import Settings, auth_mode, fleet_mode
 
 if TYPE_CHECKING:
     from .sharing import Sharing
@@ -39,8 +39,15 @@ def service_namespace(s: Settings) -> str:
 
 
 class Cluster:
-    def __init__(self, kube: Kube | None, store: DefinitionStore, settings: Settings, interpret: Interpret,
-                 home: specs.ClusterSpec | None, others: list[specs.ClusterSpec]):
+    def __init__(
+        self,
+        kube: Kube | None,
+        store: DefinitionStore,
+        settings: Settings,
+        interpret: Interpret,
+        home: specs.ClusterSpec | None,
+        others: list[specs.ClusterSpec],
+    ):
         self.kube, self.store, self.settings = kube, store, settings
         self.namespace = service_namespace(settings)
         self.sources: list[WatchedSource] = []
@@ -53,8 +60,11 @@ class Cluster:
                     self.karta_manager = KartaStatusManager(kube, kartas, store, self.namespace)
             elif settings.manage_kartas:
                 log.warning("--manage-kartas needs --karta-resources true: Karta status is not written")
-            self.sources.append(ConfigMapSource(kube, store, self.namespace, name=settings.configmap_name,
-                                                selector=settings.configmap_selector))
+            self.sources.append(
+                ConfigMapSource(
+                    kube, store, self.namespace, name=settings.configmap_name, selector=settings.configmap_selector
+                )
+            )
         auth = auth_mode(settings) == "kubernetes"
         # Tokens are reviewed by the home cluster; each read is authorized by its own cluster.
         self.access = Access(kube, audiences=settings.token_audiences) if auth and kube is not None else None
@@ -65,11 +75,17 @@ class Cluster:
             from .sharing import Sharing
 
             self.sharing = Sharing(settings, kube, self.namespace, lambda: store.registry, interpret)
-        self.fleet = Fleet(lambda: store.registry, interpret, cache=settings.cache,
-                           namespaces=settings.watch_namespaces, auth=auth, labelled=fleet_mode(settings),
-                           probe_interval=settings.cluster_probe_interval,
-                           secret_allow_insecure=settings.cluster_secret_allow_insecure,
-                           **(self.sharing.fleet_options() if self.sharing else {}))
+        self.fleet = Fleet(
+            lambda: store.registry,
+            interpret,
+            cache=settings.cache,
+            namespaces=settings.watch_namespaces,
+            auth=auth,
+            labelled=fleet_mode(settings),
+            probe_interval=settings.cluster_probe_interval,
+            secret_allow_insecure=settings.cluster_secret_allow_insecure,
+            **(self.sharing.fleet_options() if self.sharing else {}),
+        )
         if self.sharing is not None:
             self.sharing.attach(self.fleet)
         if home is not None and kube is not None:
@@ -111,8 +127,12 @@ class Cluster:
         if self.karta_manager is not None:
             self._tasks.append(self.karta_manager.start(stop))
         watch = self.settings.cluster_secrets or bool(self.settings.cluster_secret_names)
-        self.fleet.start(stop, self.namespace if watch else None, self.settings.cluster_secret_selector,
-                         self.settings.cluster_secret_names)
+        self.fleet.start(
+            stop,
+            self.namespace if watch else None,
+            self.settings.cluster_secret_selector,
+            self.settings.cluster_secret_names,
+        )
         if self.sharing is not None:
             self.sharing.start(stop)  # its tasks are its own: Sharing.close ends them
 
@@ -127,8 +147,18 @@ class Cluster:
             await self.kube.close()
 
     def source_status(self) -> list[dict[str, Any]]:
-        out = [{"name": s.key, "state": s.state, "error": s.error, "resourceVersion": s.resource_version,
-                "objects": len(s.objects), "relists": s.relists, "reconnects": s.reconnects} for s in self.sources]
+        out = [
+            {
+                "name": s.key,
+                "state": s.state,
+                "error": s.error,
+                "resourceVersion": s.resource_version,
+                "objects": len(s.objects),
+                "relists": s.relists,
+                "reconnects": s.reconnects,
+            }
+            for s in self.sources
+        ]
         if self.karta_manager is not None:
             out[0]["kartaManager"] = self.karta_manager.status()  # the Karta source comes first
         return out

@@ -21,8 +21,13 @@ from ..model.protocol import NotSynced
 from ..store.errors import AnswerPending, StoreUnavailable
 from .problems import ProblemError, on_problem
 
-_LOOKUP_TITLES = {403: "Forbidden", 404: "Not found", 409: "Ambiguous workload", 422: "Invalid request",
-                  503: "Service unavailable"}
+_LOOKUP_TITLES = {
+    403: "Forbidden",
+    404: "Not found",
+    409: "Ambiguous workload",
+    422: "Invalid request",
+    503: "Service unavailable",
+}
 
 
 def lookup_problem(e: LookupFailed) -> ProblemError:
@@ -32,8 +37,12 @@ def lookup_problem(e: LookupFailed) -> ProblemError:
 
 def _token_problem(e: TokenError) -> ProblemError:
     expired = e.status == 410
-    return ProblemError(e.status, "resume-token-expired" if expired else "malformed-resume-token",
-                        "Resume token too old" if expired else "Malformed resume token", e.message)
+    return ProblemError(
+        e.status,
+        "resume-token-expired" if expired else "malformed-resume-token",
+        "Resume token too old" if expired else "Malformed resume token",
+        e.message,
+    )
 
 
 def _store_unavailable(e: StoreUnavailable) -> ProblemError:
@@ -41,8 +50,9 @@ def _store_unavailable(e: StoreUnavailable) -> ProblemError:
 
 
 def _answer_pending(e: AnswerPending) -> ProblemError:
-    return ProblemError(503, "answer-pending", "Answer being computed", str(e),
-                        headers={"Retry-After": str(e.retry_after)})
+    return ProblemError(
+        503, "answer-pending", "Answer being computed", str(e), headers={"Retry-After": str(e.retry_after)}
+    )
 
 
 def _not_synced(e: NotSynced) -> ProblemError:

@@ -73,8 +73,10 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         if isinstance(v, list) and OPTS[name].serve:
             given[name] = [*(env_value(name, OPTS[name]) or []), *v]
     if getattr(args, "definition", None):  # `--definition`, which every command takes
-        given["definitions"] = [*given.get("definitions", env_value("definitions", OPTS["definitions"]) or []),
-                                *args.definition]
+        given["definitions"] = [
+            *given.get("definitions", env_value("definitions", OPTS["definitions"]) or []),
+            *args.definition,
+        ]
     try:
         return Settings.from_env(**given)
     except ValidationError as e:
@@ -88,11 +90,18 @@ def _refusal(e: ValidationError, given: set[str]) -> SettingsError:
     if "error" in (err.get("ctx") or {}) or name not in OPTS:  # a check of ours: its message says it all
         return SettingsError(str((err.get("ctx") or {}).get("error", err["msg"])))
     o = OPTS[name]
-    bounds = {k: getattr(m, k) for m in Settings.model_fields[name].metadata for k in ("ge", "le")
-              if getattr(m, k, None) is not None}
+    bounds = {
+        k: getattr(m, k)
+        for m in Settings.model_fields[name].metadata
+        for k in ("ge", "le")
+        if getattr(m, k, None) is not None
+    }
     if err["type"] in ("greater_than_equal", "less_than_equal"):
-        return SettingsError(f"{o.flag} takes {bounds['ge']} to {bounds['le']}" if "le" in bounds
-                             else f"{o.flag} takes at least {bounds['ge']}")
+        return SettingsError(
+            f"{o.flag} takes {bounds['ge']} to {bounds['le']}"
+            if "le" in bounds
+            else f"{o.flag} takes at least {bounds['ge']}"
+        )
     return SettingsError(f"{o.flag if name in given else o.env}: {err['msg']}")
 
 
@@ -102,6 +111,7 @@ def _resource_name(what: str) -> Callable[[str], str]:  # an argparse type
             return accelerators.check_names([v], what)[0]
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+
     return check
 
 

@@ -30,8 +30,13 @@ UNSEARCHED: tuple[type[Exception], ...] = (asyncio.TimeoutError, *SAID_ERRORS)  
 
 def unavailable(member: Member) -> ProblemError:
     why = f": {member.last_error}" if member.last_error else ""
-    return ProblemError(503, "cluster-unavailable", "Cluster unavailable",
-                        f"cluster {member.name} does not answer{why}", headers={"Retry-After": "5"})
+    return ProblemError(
+        503,
+        "cluster-unavailable",
+        "Cluster unavailable",
+        f"cluster {member.name} does not answer{why}",
+        headers={"Retry-After": "5"},
+    )
 
 
 def not_synced(member: Member) -> NotSynced:
@@ -43,8 +48,9 @@ def _labelled(rows: list[dict[str, Any]], member: Member) -> list[dict[str, Any]
     return [r if r.get("cluster") == member.name else {"cluster": member.name, **r} for r in rows]
 
 
-async def member_summaries(member: Member, namespace: str | None, kind: str | None, allow: Allow,
-                           reader_for: ReaderFor) -> dict[str, Any]:
+async def member_summaries(
+    member: Member, namespace: str | None, kind: str | None, allow: Allow, reader_for: ReaderFor
+) -> dict[str, Any]:
     """One cluster's part of GET /workloads (raises an error when it has nothing to give)."""
     out = await reader_for(member).summaries(namespace, kind, allow=allow)
     rows = _labelled(out["items"], member)
@@ -53,15 +59,16 @@ async def member_summaries(member: Member, namespace: str | None, kind: str | No
     return {**out, "items": rows}
 
 
-async def fleet_summaries(members: list[Member], namespace: str | None, kind: str | None, allow_for: AllowFor,
-                          reader_for: ReaderFor) -> dict[str, Any]:
+async def fleet_summaries(
+    members: list[Member], namespace: str | None, kind: str | None, allow_for: AllowFor, reader_for: ReaderFor
+) -> dict[str, Any]:
     async def one(m: Member) -> dict[str, Any] | ProblemError:
         try:
-            return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), reader_for),
-                                          READ_BOUND)
-        except asyncio.TimeoutError:
-            return ProblemError(503, "cluster-slow", "Cluster too slow",
-                                f"cluster {m.name} did not answer within {READ_BOUND:g} s")
+            return await asyncio.wait_for(member_summaries(m, namespace, kind, allow_for(m), reader_for), READ_BOUND)
+        except TimeoutError:
+            return ProblemError(
+                503, "cluster-slow", "Cluster too slow", f"cluster {m.name} did not answer within {READ_BOUND:g} s"
+            )
         except SAID_ERRORS as e:
             return problem_of(e)
 
@@ -69,7 +76,7 @@ async def fleet_summaries(members: list[Member], namespace: str | None, kind: st
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
     clusters: list[dict[str, Any]] = []
-    for m, part in zip(members, parts):
+    for m, part in zip(members, parts, strict=False):
         if isinstance(part, ProblemError):
             warnings.append(f"cluster {m.name}: {part.detail}; its workloads are left out")
             clusters.append({"name": m.name, "available": m.available, "synced": m.synced, "freshness": None})
@@ -77,24 +84,37 @@ async def fleet_summaries(members: list[Member], namespace: str | None, kind: st
         rows += part["items"]
         warnings += [f"cluster {m.name}: {w}" for w in part.get("warnings") or []]
         if not m.available:
-            warnings.append(f"cluster {m.name} does not answer"
-                            + (f" ({m.last_error})" if m.last_error else "")
-                            + "; its workloads are shown as last seen")
-        clusters.append({"name": m.name, "available": m.available, "synced": m.synced,
-                         "freshness": part.get("freshness")})
+            warnings.append(
+                f"cluster {m.name} does not answer"
+                + (f" ({m.last_error})" if m.last_error else "")
+                + "; its workloads are shown as last seen"
+            )
+        clusters.append(
+            {"name": m.name, "available": m.available, "synced": m.synced, "freshness": part.get("freshness")}
+        )
     sort_rows(rows)
     rows.sort(key=lambda r: str(r.get("cluster") or ""))  # stable: by cluster, then the usual order
     fresh = [c["freshness"] for c in clusters if c["freshness"]]
     freshness = None
     if fresh:
-        freshness = {"source": "model" if all(f["source"] == "model" for f in fresh) else "direct",
-                     "resourceVersion": None, "observedAt": min(f["observedAt"] for f in fresh),
-                     "watching": all(f["watching"] for f in fresh)}
+        freshness = {
+            "source": "model" if all(f["source"] == "model" for f in fresh) else "direct",
+            "resourceVersion": None,
+            "observedAt": min(f["observedAt"] for f in fresh),
+            "watching": all(f["watching"] for f in fresh),
+        }
     return {"items": rows, "warnings": sorted(set(warnings)), "freshness": freshness, "clusters": clusters}
 
 
-async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: str | None,
-                        api_version: str | None, allow_for: AllowFor, reader_for: ReaderFor) -> Member:
+async def find_in_fleet(
+    members: list[Member],
+    namespace: str,
+    name: str,
+    kind: str | None,
+    api_version: str | None,
+    allow_for: AllowFor,
+    reader_for: ReaderFor,
+) -> Member:
     """The one cluster holding the workload the caller may see (409 naming the candidates, each
     with its cluster, when several do).  Each cluster is searched with the caller's rights there
     (the reader's rules), so a cluster where they may not look is never a candidate."""
@@ -106,15 +126,25 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
             found = await reader_for(m).locate(namespace, name, kind, api_version, allow=allow_for(m))
         except LookupFailed as e:  # ambiguous there: that cluster answers (with its 409)
             if e.status == 409:
-                return {"cluster": m.name, "apiVersion": api_version or "", "kind": kind or "",
-                        "namespace": namespace, "name": name}
+                return {
+                    "cluster": m.name,
+                    "apiVersion": api_version or "",
+                    "kind": kind or "",
+                    "namespace": namespace,
+                    "name": name,
+                }
             if e.status == 403:
                 refused.append(e)
             elif e.status != 404:
                 down.append(m)
             return None
-        return {"cluster": m.name, "apiVersion": found.resource.api_version, "kind": found.resource.kind,
-                "namespace": namespace, "name": name}
+        return {
+            "cluster": m.name,
+            "apiVersion": found.resource.api_version,
+            "kind": found.resource.kind,
+            "namespace": namespace,
+            "name": name,
+        }
 
     async def bounded(m: Member) -> dict[str, Any] | None:
         try:
@@ -123,18 +153,28 @@ async def find_in_fleet(members: list[Member], namespace: str, name: str, kind: 
             down.append(m)
             return None
 
-    found = [(m, c) for m, c in zip(members, await asyncio.gather(*(bounded(m) for m in members))) if c]
+    found = [(m, c) for m, c in zip(members, await asyncio.gather(*(bounded(m) for m in members)), strict=False) if c]
     if len(found) == 1:
         return found[0][0]
     if len(found) > 1:
-        raise ProblemError(409, "ambiguous-workload", "Ambiguous workload",
-                           f'workloads named "{name}" in namespace {namespace} are in {len(found)} clusters: '
-                           + ", ".join(m.name for m, _ in found) + "; name the cluster (?cluster= or "
-                                                                   "/clusters/{cluster}/workloads/...)",
-                           extra={"candidates": [c for _, c in found]})
+        raise ProblemError(
+            409,
+            "ambiguous-workload",
+            "Ambiguous workload",
+            f'workloads named "{name}" in namespace {namespace} are in {len(found)} clusters: '
+            + ", ".join(m.name for m, _ in found)
+            + "; name the cluster (?cluster= or "
+            "/clusters/{cluster}/workloads/...)",
+            extra={"candidates": [c for _, c in found]},
+        )
     if refused and len(refused) == len(members):  # nowhere to look: as a single cluster says it
-        raise ProblemError(403, "forbidden", "Forbidden", refused[0].message
-                           + (" (in every cluster)" if len(members) > 1 else ""))
+        raise ProblemError(
+            403, "forbidden", "Forbidden", refused[0].message + (" (in every cluster)" if len(members) > 1 else "")
+        )
     note = ("; clusters " + ", ".join(sorted(m.name for m in down)) + " could not be searched") if down else ""
-    raise ProblemError(404, "workload-not-found", "Workload not found",
-                       f'no workload named "{name}" in namespace {namespace} in any cluster{note}')
+    raise ProblemError(
+        404,
+        "workload-not-found",
+        "Workload not found",
+        f'no workload named "{name}" in namespace {namespace} in any cluster{note}',
+    )

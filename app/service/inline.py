@@ -31,7 +31,9 @@ class InlineDefinitions:
         try:
             text = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError as e:  # an integer beyond 64 bits, NaN: nothing can evaluate it
-            raise ProblemError(422, "invalid-definition", "Invalid definition", f"the definition cannot be read: {e}")
+            raise ProblemError(
+                422, "invalid-definition", "Invalid definition", f"the definition cannot be read: {e}"
+            ) from None
         key = hashlib.blake2b(text, digest_size=20).digest()
         hit = self.cache.get(key)
         if hit is None:
@@ -42,8 +44,10 @@ class InlineDefinitions:
             if d.valid:
                 hit = self.cache.put(key, d, len(key) + len(text) * DEFINITION_FACTOR)
             else:
-                refusal = (reference_text(d.findings) or "the definition is invalid",
-                           [f.as_dict() for f in d.findings if f.level == "error"])
+                refusal = (
+                    reference_text(d.findings) or "the definition is invalid",
+                    [f.as_dict() for f in d.findings if f.level == "error"],
+                )
                 hit = self.cache.put(key, refusal, len(key) + held_bytes(refusal))
         if isinstance(hit, Definition):
             return hit

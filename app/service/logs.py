@@ -15,8 +15,11 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts, level, logger, then the record's fields (else msg)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname.lower(),
-                                 "logger": record.name}
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
         fields = getattr(record, "fields", None)
         if fields:
             entry.update(fields)
@@ -34,8 +37,9 @@ class TextFormatter(logging.Formatter):
         text = fields.pop("msg", None)
         if text is None:
             text = " ".join([record.getMessage(), *(f"{k}={_value(v)}" for k, v in fields.items())])
-        line = f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {record.levelname:<7} " \
-               f"{record.name}  {text}"
+        line = (
+            f"{time.strftime('%H:%M:%S', time.localtime(record.created))} {record.levelname:<7} {record.name}  {text}"
+        )
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 
 from ..documents import UnencodableValue, refuse_unencodable_json
@@ -31,9 +30,18 @@ def _audit(scope: dict[str, Any], status: int) -> None:
     fields = audit_fields(scope.get("state") or {}, status)
     if fields is not None:
         route = scope.get("route")
-        audit_log.info("audit", extra={"fields": {"route": getattr(route, "path", None) or "unmatched",
-                                                  "method": scope.get("method"), "path": scope.get("path"),
-                                                  "status": status, **fields}})
+        audit_log.info(
+            "audit",
+            extra={
+                "fields": {
+                    "route": getattr(route, "path", None) or "unmatched",
+                    "method": scope.get("method"),
+                    "path": scope.get("path"),
+                    "status": status,
+                    **fields,
+                }
+            },
+        )
 
 
 # After a 413 the rest of the body is read and discarded before the connection is closed
@@ -93,8 +101,14 @@ class ServiceMiddleware:
     times per placement round) are answered here by their own handler, without the framework's
     routing, dependency and exception layers.  Everything else goes through FastAPI."""
 
-    def __init__(self, app: Any, limits: BodyLimits, metrics: Metrics, direct: dict[tuple[str, str], Any],
-                 authenticate: Any = None):
+    def __init__(
+        self,
+        app: Any,
+        limits: BodyLimits,
+        metrics: Metrics,
+        direct: dict[tuple[str, str], Any],
+        authenticate: Any = None,
+    ):
         self.app, self.max_body, self.direct = app, limits.max_body, direct
         self.authenticate = authenticate  # (scope) -> None, raises ProblemError (401/503)
         self.max_inflight, self.body_seconds = max(limits.inflight, limits.max_body), limits.seconds
@@ -127,7 +141,8 @@ class ServiceMiddleware:
         # any framework code sees it, and the fast path has it at hand.
         body = b""
         if scope.get("method") in ("POST", "PUT", "PATCH"):
-            chunks, size = [], 0
+            chunks: list[bytes] = []
+            size = 0
             try:
                 async with asyncio.timeout(self.body_seconds):
                     while True:
@@ -139,8 +154,15 @@ class ServiceMiddleware:
                         size += len(chunk)
                         if size > limit or self.inflight + len(chunk) > self.max_inflight:
                             chunks.clear()  # not held while the rest is drained
-                            await self._reject(scope, receive, send, info, started, more=bool(msg.get("more_body")),
-                                               problem=None if size > limit else self._busy())
+                            await self._reject(
+                                scope,
+                                receive,
+                                send,
+                                info,
+                                started,
+                                more=bool(msg.get("more_body")),
+                                problem=None if size > limit else self._busy(),
+                            )
                             return
                         chunks.append(chunk)
                         self.inflight += len(chunk)
@@ -149,9 +171,19 @@ class ServiceMiddleware:
                             break
             except TimeoutError:
                 chunks.clear()
-                await self._reject(scope, receive, send, info, started, problem=ProblemError(
-                    408, "body-timeout", "Request body too slow",
-                    f"the request body did not arrive within {self.body_seconds:g} s"))
+                await self._reject(
+                    scope,
+                    receive,
+                    send,
+                    info,
+                    started,
+                    problem=ProblemError(
+                        408,
+                        "body-timeout",
+                        "Request body too slow",
+                        f"the request body did not arrive within {self.body_seconds:g} s",
+                    ),
+                )
                 return
             body = b"".join(chunks)
         replayed = False
@@ -193,17 +225,30 @@ class ServiceMiddleware:
             response = await handler(Request(scope, receive))
         except SAID_ERRORS as e:
             response = problem_response(problem_of(e), scope.get("path"))  # with its headers (Retry-After)
-        except Exception as e:  # noqa: BLE001 - never a stack trace to the caller
+        except Exception as e:
             response = internal_error(scope.get("path"), e)
         await response(scope, receive, send)
 
     def _busy(self) -> ProblemError:
-        return ProblemError(503, "busy", "Server busy",
-                            f"the requests in progress hold {self.max_inflight} bytes of bodies "
-                            "(--max-inflight-body-bytes); try again shortly", headers={"retry-after": "1"})
+        return ProblemError(
+            503,
+            "busy",
+            "Server busy",
+            f"the requests in progress hold {self.max_inflight} bytes of bodies "
+            "(--max-inflight-body-bytes); try again shortly",
+            headers={"retry-after": "1"},
+        )
 
-    async def _reject(self, scope: dict[str, Any], receive: Any, send: Any, info: dict[str, Any], started: float,
-                      more: bool = True, problem: ProblemError | None = None) -> None:
+    async def _reject(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        send: Any,
+        info: dict[str, Any],
+        started: float,
+        more: bool = True,
+        problem: ProblemError | None = None,
+    ) -> None:
         """413 (or `problem`), then drain the rest of the body (bounded, nothing kept) and close.
 
         The answer is written whole at once, but its last (empty) body message is held back
@@ -211,9 +256,14 @@ class ServiceMiddleware:
         close` response is complete, and from then on its `receive()` only says disconnect, so
         draining must happen before completion.  `more` is False when the body has already
         been read to its end."""
-        answer = problem_response(problem or ProblemError(413, "body-too-large", "Request body too large",
-                                                          f"the request body exceeds {self.max_body} bytes"),
-                                  scope.get("path"), {"connection": "close"})
+        answer = problem_response(
+            problem
+            or ProblemError(
+                413, "body-too-large", "Request body too large", f"the request body exceeds {self.max_body} bytes"
+            ),
+            scope.get("path"),
+            {"connection": "close"},
+        )
         info["status"] = answer.status_code
         await send({"type": "http.response.start", "status": answer.status_code, "headers": answer.raw_headers})
         await send({"type": "http.response.body", "body": answer.body, "more_body": True})
@@ -240,8 +290,13 @@ class ServiceMiddleware:
         template = getattr(route, "path", None) or "unmatched"
         self.requests.labels(template, scope.get("method", ""), str(info["status"])).observe(duration)
         state = scope.get("state") or {}
-        fields = {"route": template, "method": scope.get("method"), "path": scope.get("path"),
-                  "status": info["status"], "duration_ms": round(duration * 1000, 3)}
+        fields = {
+            "route": template,
+            "method": scope.get("method"),
+            "path": scope.get("path"),
+            "status": info["status"],
+            "duration_ms": round(duration * 1000, 3),
+        }
         for key in ("definition", "phase", "items"):
             if key in state:  # a definition's name may come from the caller: cut to a Kubernetes name's length
                 fields[key] = state[key][:253] if isinstance(state[key], str) else state[key]

@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Phase = Literal["Initializing", "Running", "Completed", "Failed", "Degraded", "Suspended", "Suspending", "Resuming",
-                "Undefined"]
+Phase = Literal[
+    "Initializing", "Running", "Completed", "Failed", "Degraded", "Suspended", "Suspending", "Resuming", "Undefined"
+]
 Source = Literal["builtin", "directory", "configmap", "inline", "cluster"]
 
 
@@ -21,6 +22,7 @@ class _M(BaseModel):
 
 
 # -- interpretation ----------------------------------------------------------------------
+
 
 class WorkloadRef(_M):
     apiVersion: str | None
@@ -44,8 +46,10 @@ class Condition(_M):
 
 
 class Status(_M):
-    phase: Phase = Field(description="one primary phase: Resuming > Suspending > Suspended > Failed > Completed > "
-                                     "Degraded > Running > Initializing > Undefined")
+    phase: Phase = Field(
+        description="one primary phase: Resuming > Suspending > Suspended > Failed > Completed > "
+        "Degraded > Running > Initializing > Undefined"
+    )
     matched: list[Phase] = Field(description="every matched status, in the format's evaluation order")
     rawPhase: str | None = Field(None, description="phaseDefinition result, when the definition has one")
     conditions: list[Condition]
@@ -64,24 +68,33 @@ class ContainerBrief(_M):
     image: str | None
 
 
-_ACCELERATORS = ("accelerator resources (--accelerator-resource patterns: nvidia.com/gpu, nvidia.com/mig-*, "
-                 "amd.com/gpu, gpu.intel.com/*, habana.ai/gaudi, aws.amazon.com/neuron*, google.com/tpu by "
-                 "default) as integer counts, rounded up")
-_GPUS = ("whole GPU devices: the sum over the --gpu-resource resources (nvidia.com/gpu, amd.com/gpu, "
-         "gpu.intel.com/i915, gpu.intel.com/xe, habana.ai/gaudi by default), each rounded up; MIG slices and other "
-         "partitions are in accelerators, never here")
-_REQUEST_VALUES = ("the same keys as requests as integers in base units, rounded up: cpu in millicores, memory, "
-                   "storage and hugepages-* in bytes, other resources as counts")
+_ACCELERATORS = (
+    "accelerator resources (--accelerator-resource patterns: nvidia.com/gpu, nvidia.com/mig-*, "
+    "amd.com/gpu, gpu.intel.com/*, habana.ai/gaudi, aws.amazon.com/neuron*, google.com/tpu by "
+    "default) as integer counts, rounded up"
+)
+_GPUS = (
+    "whole GPU devices: the sum over the --gpu-resource resources (nvidia.com/gpu, amd.com/gpu, "
+    "gpu.intel.com/i915, gpu.intel.com/xe, habana.ai/gaudi by default), each rounded up; MIG slices and other "
+    "partitions are in accelerators, never here"
+)
+_REQUEST_VALUES = (
+    "the same keys as requests as integers in base units, rounded up: cpu in millicores, memory, "
+    "storage and hugepages-* in bytes, other resources as counts"
+)
 
 
 class PodView(_M):
-    requests: dict[str, str] = Field(description="effective per-pod requests (Kubernetes quantities), every "
-                                                 "resource name")
-    requestValues: dict[str, int] = Field(description=_REQUEST_VALUES, examples=[{"cpu": 4000, "memory": 17179869184,
-                                                                                   "nvidia.com/gpu": 8}])
+    requests: dict[str, str] = Field(
+        description="effective per-pod requests (Kubernetes quantities), every resource name"
+    )
+    requestValues: dict[str, int] = Field(
+        description=_REQUEST_VALUES, examples=[{"cpu": 4000, "memory": 17179869184, "nvidia.com/gpu": 8}]
+    )
     gpus: int = Field(description=_GPUS + " (per pod)")
-    accelerators: dict[str, int] = Field(description=_ACCELERATORS + " (per pod)",
-                                         examples=[{"nvidia.com/gpu": 8}, {"nvidia.com/mig-1g.5gb": 2}])
+    accelerators: dict[str, int] = Field(
+        description=_ACCELERATORS + " (per pod)", examples=[{"nvidia.com/gpu": 8}, {"nvidia.com/mig-1g.5gb": 2}]
+    )
     containers: list[ContainerBrief]
     schedulerName: str | None
     priorityClassName: str | None
@@ -89,8 +102,9 @@ class PodView(_M):
     # Placement, as written in the pod definition; each absent when unset.
     nodeSelector: dict[str, str] | None = None
     tolerations: list[dict[str, Any]] | None = None
-    affinity: dict[str, Any] | None = Field(None, description="a fragmented definition's nodeAffinity and "
-                                                                "podAffinity appear here, as in a pod spec")
+    affinity: dict[str, Any] | None = Field(
+        None, description="a fragmented definition's nodeAffinity and podAffinity appear here, as in a pod spec"
+    )
     topologySpreadConstraints: list[dict[str, Any]] | None = None
     runtimeClassName: str | None = None
     resourceClaims: list[dict[str, Any]] | None = None
@@ -102,8 +116,9 @@ class Totals(_M):
     gpus: int = Field(description=_GPUS)
     accelerators: dict[str, int] = Field(description=_ACCELERATORS)
     requests: dict[str, str] = Field(description="Kubernetes quantities, every resource name")
-    requestValues: dict[str, int] = Field(description=_REQUEST_VALUES, examples=[{"cpu": 13000, "memory": 695784701952,
-                                                                                   "nvidia.com/gpu": 12}])
+    requestValues: dict[str, int] = Field(
+        description=_REQUEST_VALUES, examples=[{"cpu": 13000, "memory": 695784701952, "nvidia.com/gpu": 12}]
+    )
 
 
 class InstanceLive(_M):
@@ -128,10 +143,15 @@ class PartError(_M):
     interpretations")."""
 
     part: Literal["status", "component", "gang"]
-    component: str | None = Field(None, description="the component that failed (component errors), or the one "
-                                                    "whose failure left the gang unknown (gang errors)")
-    path: str | None = Field(description="the definition field, e.g. spec.structureDefinition.childComponents[1]"
-                                         ".scaleDefinition.replicasPath")
+    component: str | None = Field(
+        None,
+        description="the component that failed (component errors), or the one "
+        "whose failure left the gang unknown (gang errors)",
+    )
+    path: str | None = Field(
+        description="the definition field, e.g. spec.structureDefinition.childComponents[1]"
+        ".scaleDefinition.replicasPath"
+    )
     expression: str | None = Field(None, description="the jq expression at that path")
     message: str = Field(description="the reference library's wording")
 
@@ -216,16 +236,18 @@ class LivePod(_M):
     phase: str | None
     ready: bool
     node: str | None
-    reason: str | None = Field(description="why not ready: PodScheduled=False reason, else status.reason, else "
-                                           "the Ready=False reason")
+    reason: str | None = Field(
+        description="why not ready: PodScheduled=False reason, else status.reason, else the Ready=False reason"
+    )
     containerReason: str | None = Field(None, description="a waiting container's reason (CrashLoopBackOff, ...)")
 
 
 class Live(_M):
     current: int
     ready: int
-    desired: int | None = Field(description="desired pods of the whole workload (null when a component could not "
-                                            "be computed)")
+    desired: int | None = Field(
+        description="desired pods of the whole workload (null when a component could not be computed)"
+    )
     pods: list[LivePod]
     unplaced: list[str] | None = None
     deleting: bool | None = None
@@ -237,32 +259,43 @@ class Freshness(_M):
 
     source: Literal["model", "direct", "store"] = Field(
         description="model: answered from the watch-maintained model; direct: read from the API server for this "
-                    "request; store: from the shared store a shard keeps (--store)")
-    resourceVersion: str | None = Field(description="model: the newest resourceVersion the model has applied; "
-                                                    "direct: the object's")
-    observedAt: str = Field(description="the time the answer reflects: now while every watch is connected, "
-                                        "else when the model last heard from the API server")
+        "request; store: from the shared store a shard keeps (--store)"
+    )
+    resourceVersion: str | None = Field(
+        description="model: the newest resourceVersion the model has applied; direct: the object's"
+    )
+    observedAt: str = Field(
+        description="the time the answer reflects: now while every watch is connected, "
+        "else when the model last heard from the API server"
+    )
     watching: bool = Field(description="every watch behind the answer is connected")
 
 
 class Interpretation(_M):
     workload: WorkloadRef
     definition: DefinitionRef
-    complete: bool = Field(True, description="false when some part (status, a component, the gang) could not be "
-                                             "computed; every part that could is still given, and `errors` names "
-                                             "the rest")
+    complete: bool = Field(
+        True,
+        description="false when some part (status, a component, the gang) could not be "
+        "computed; every part that could is still given, and `errors` names "
+        "the rest",
+    )
     errors: list[PartError] = Field(default_factory=list, description="the parts that could not be computed")
     status: Status | None = Field(description="null when the status could not be computed")
     tree: ComponentNode
-    totals: Totals | None = Field(description="null unless every component was computed: a partial count is "
-                                              "never given as the whole")
-    gang: Gang | None = Field(description="{} when the definition has no gang instructions; null when a component "
-                                          "it sizes could not be computed")
+    totals: Totals | None = Field(
+        description="null unless every component was computed: a partial count is never given as the whole"
+    )
+    gang: Gang | None = Field(
+        description="{} when the definition has no gang instructions; null when a component "
+        "it sizes could not be computed"
+    )
     warnings: list[str]
     live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
     freshness: Freshness | None = Field(None, description="live reads only (ref, /workloads): from where, as of when")
-    cluster: str | None = Field(None, description="the cluster the workload was read from (when clusters are "
-                                                  "configured)")
+    cluster: str | None = Field(
+        None, description="the cluster the workload was read from (when clusters are configured)"
+    )
 
 
 class ObjectRefOut(_M):
@@ -274,6 +307,7 @@ class ObjectRefOut(_M):
 
 
 # -- errors ------------------------------------------------------------------------------
+
 
 class ProblemError(_M):
     path: str | None = None
@@ -291,11 +325,13 @@ class Problem(_M):
     detail: str
     instance: str | None = None
     errors: list[ProblemError] | None = None
-    candidates: list[ObjectRefOut] | None = Field(None, description="409 ambiguous-workload: the workloads that "
-                                                                    "share the name; repeat with kind and apiVersion")
+    candidates: list[ObjectRefOut] | None = Field(
+        None, description="409 ambiguous-workload: the workloads that share the name; repeat with kind and apiVersion"
+    )
 
 
 # -- requests ----------------------------------------------------------------------------
+
 
 class ObjectRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -303,8 +339,11 @@ class ObjectRef(BaseModel):
     kind: str = Field(min_length=1)
     namespace: str | None = None
     name: str = Field(min_length=1)
-    cluster: str | None = Field(None, min_length=1, description="which cluster (default: the service's own, or "
-                                                                "the only one that has the object)")
+    cluster: str | None = Field(
+        None,
+        min_length=1,
+        description="which cluster (default: the service's own, or the only one that has the object)",
+    )
 
 
 class InterpretRequest(BaseModel):
@@ -324,8 +363,9 @@ class PodSet(BaseModel):
     schedulerName: str | None = Field(None, min_length=1, description="replaces the pods' scheduler")
     priorityClassName: str | None = Field(None, min_length=1, description="replaces the pods' priority class")
     nodeSelector: dict[str, str] | None = Field(None, description="merged into the pods' node selector")
-    tolerations: list[dict[str, Any]] | None = Field(None, description="appended where not already there "
-                                                                        "(equal = the same toleration)")
+    tolerations: list[dict[str, Any]] | None = Field(
+        None, description="appended where not already there (equal = the same toleration)"
+    )
 
 
 class UpdateRequest(BaseModel):
@@ -334,13 +374,18 @@ class UpdateRequest(BaseModel):
     ref: ObjectRef | None = Field(None, description="a live object to read, with the caller's rights (needs a cluster)")
     definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
     set_: PodSet = Field(alias="set", description="the fields to write")
-    components: list[str] | None = Field(None, min_length=1, max_length=1000,
-                                         description="the components to rewrite (default: every one that defines pods)")
+    components: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="the components to rewrite (default: every one that defines pods)",
+    )
 
 
 class PatchOperation(_M):
-    op: str = Field(description="test (the resourceVersion the patch was made from) | add | replace | remove "
-                                "(RFC 6902)")
+    op: str = Field(
+        description="test (the resourceVersion the patch was made from) | add | replace | remove (RFC 6902)"
+    )
     path: str = Field(description="RFC 6901 JSON pointer")
     value: Any = None
 
@@ -364,8 +409,11 @@ class UpdateResponse(_M):
     components: list[str]
     writes: list[UpdateWrite] = Field(description="every location resolved, in order")
     definition: DefinitionRef
-    applied: bool | None = Field(None, description="with apply=true: the patch was applied (false: nothing to "
-                                                   "change); `object` is then the object as stored")
+    applied: bool | None = Field(
+        None,
+        description="with apply=true: the patch was applied (false: nothing to "
+        "change); `object` is then the object as stored",
+    )
 
 
 class BatchRequest(BaseModel):
@@ -392,11 +440,13 @@ class BatchGroup(BaseModel):
 class BatchResponse(BaseModel):
     items: list[Interpretation | BatchError]
     totals: BatchTotals = Field(description="summed over the items whose totals are known")
-    groups: list[BatchGroup] | None = Field(None, description="with groupBy: by label value, ordered by value, "
-                                                              "null last")
+    groups: list[BatchGroup] | None = Field(
+        None, description="with groupBy: by label value, ordered by value, null last"
+    )
 
 
 # -- definitions -------------------------------------------------------------------------
+
 
 class Finding(BaseModel):
     path: str
@@ -414,8 +464,9 @@ class DefinitionSummary(BaseModel):
     digest: str
     state: Literal["active", "shadowed", "ambiguous", "invalid", "last-good"] = Field(
         description="active: serves its GVK; shadowed: a higher source serves it; ambiguous: another definition of "
-                    "the same source claims the GVK; invalid: refused; last-good: this version is served because "
-                    "a newer edit is invalid")
+        "the same source claims the GVK; invalid: refused; last-good: this version is served because "
+        "a newer edit is invalid"
+    )
     errors: list[Finding]
     warnings: list[Finding]
 
@@ -428,10 +479,13 @@ class SourceStatus(BaseModel):
     objects: int | None = Field(None, description="ConfigMaps or Karta resources currently read")
     relists: int | None = Field(None, description="full lists so far (the first, then one per 410 Gone)")
     reconnects: int | None = Field(None, description="watches resumed after a broken connection")
-    problems: list[str] = Field(default_factory=list, description="documents that could not be read (the last "
-                                                                  "good definitions they held stay in service)")
-    kartaManager: KartaManagerStatus | None = Field(None, description="the cluster source with --manage-kartas: "
-                                                                      "this replica's part in writing Karta status")
+    problems: list[str] = Field(
+        default_factory=list,
+        description="documents that could not be read (the last good definitions they held stay in service)",
+    )
+    kartaManager: KartaManagerStatus | None = Field(
+        None, description="the cluster source with --manage-kartas: this replica's part in writing Karta status"
+    )
 
 
 class KartaManagerStatus(BaseModel):
@@ -451,13 +505,16 @@ class DefinitionList(BaseModel):
 
 # -- live workloads ----------------------------------------------------------------------
 
+
 class Diagnosis(_M):
     """One reason a workload is not (fully) running."""
 
     severity: Literal["error", "warning"]
-    reason: str = Field(description="Unschedulable, PendingVolumeClaim, ImagePullBackOff, CrashLoopBackOff, OOMKilled, "
-                                    "FailedCreate, GangMinimumNotMet, ... (the scheduler's, kubelet's or controller's "
-                                    "own word)")
+    reason: str = Field(
+        description="Unschedulable, PendingVolumeClaim, ImagePullBackOff, CrashLoopBackOff, OOMKilled, "
+        "FailedCreate, GangMinimumNotMet, ... (the scheduler's, kubelet's or controller's "
+        "own word)"
+    )
     message: str = Field(description="as they wrote it; an event on an owner is prefixed with its kind and name")
     component: str | None = Field(description="the component of the pods (or owner) it concerns")
     pods: int = Field(description="pods it concerns (0: it concerns the workload or an owner)")
@@ -468,8 +525,9 @@ class Diagnosis(_M):
 
 class LiveInterpretation(Interpretation):
     live: Live | None = Field(None, description="pods attributed by owner references (absent with pods=false)")
-    diagnosis: list[Diagnosis] | None = Field(None, description="why it is not (fully) running, most severe first "
-                                                                "(with pods; empty when it is)")
+    diagnosis: list[Diagnosis] | None = Field(
+        None, description="why it is not (fully) running, most severe first (with pods; empty when it is)"
+    )
 
 
 class ActionDone(_M):
@@ -482,8 +540,9 @@ class ActedInterpretation(LiveInterpretation):
 
 
 class PodCounts(_M):
-    ready: int | None = Field(description="pods owned by the workload whose Ready condition is True (null when the "
-                                          "caller may not list pods)")
+    ready: int | None = Field(
+        description="pods owned by the workload whose Ready condition is True (null when the caller may not list pods)"
+    )
     desired: int | None
 
 
@@ -495,11 +554,15 @@ class ComponentPods(_M):
 class ListMetadata(_M):
     """Paging, as Kubernetes lists page."""
 
-    continue_: str | None = Field(None, alias="continue", description="give it as `continue` for the next page; "
-                                                                      "absent on the last page")
-    resumeFrom: str | None = Field(None, description="the list stream's resume token as of this read: "
-                                   "`?watch=true` with it (Last-Event-ID or resumeFrom) and the same filters "
-                                   "sends only what changed since, not every row again (absent without streams)")
+    continue_: str | None = Field(
+        None, alias="continue", description="give it as `continue` for the next page; absent on the last page"
+    )
+    resumeFrom: str | None = Field(
+        None,
+        description="the list stream's resume token as of this read: "
+        "`?watch=true` with it (Last-Event-ID or resumeFrom) and the same filters "
+        "sends only what changed since, not every row again (absent without streams)",
+    )
 
 
 class WorkloadSummary(_M):
@@ -512,17 +575,27 @@ class WorkloadSummary(_M):
     definition: str | None = None
     createdAt: str | None = None
     labels: dict[str, str] | None = Field(None, description="the workload's labels (what labelSelector matches)")
-    components: list[ComponentPods] | None = Field(None, description="every component that runs pods, with the "
-                                                                     "pods it wants; null when not computed")
-    complete: bool | None = Field(None, description="false when a part could not be computed: the phase is kept, "
-                                                    "counts that would be partial (gpus, pods.desired) are null")
+    components: list[ComponentPods] | None = Field(
+        None, description="every component that runs pods, with the pods it wants; null when not computed"
+    )
+    complete: bool | None = Field(
+        None,
+        description="false when a part could not be computed: the phase is kept, "
+        "counts that would be partial (gpus, pods.desired) are null",
+    )
     errors: list[PartError] | None = Field(None, description="the parts that could not be computed")
     error: str | None = Field(None, description="why this workload could not be interpreted")
-    reason: str | None = Field(None, description="the top diagnosis reason (null: none, or the caller may not list "
-                                                 "the pods and events it is read from)")
+    reason: str | None = Field(
+        None,
+        description="the top diagnosis reason (null: none, or the caller may not list "
+        "the pods and events it is read from)",
+    )
     cluster: str | None = Field(None, description="the cluster that holds it (when clusters are configured)")
-    unavailable: bool | None = Field(None, description="true: its cluster does not answer now; the row is as last "
-                                                       "seen (freshness.observedAt of that cluster)")
+    unavailable: bool | None = Field(
+        None,
+        description="true: its cluster does not answer now; the row is as last "
+        "seen (freshness.observedAt of that cluster)",
+    )
 
 
 class ClusterRow(_M):
@@ -558,8 +631,9 @@ class ClusterStatus(_M):
     lastError: str | None
     workloads: int = Field(description="top-level workloads")
     gpus: float = Field(description="GPUs (whole devices) requested by those workloads")
-    accelerators: dict[str, int] = Field(default_factory=dict, description="accelerators requested by those "
-                                                                           "workloads, by resource")
+    accelerators: dict[str, int] = Field(
+        default_factory=dict, description="accelerators requested by those workloads, by resource"
+    )
     phases: dict[str, PhaseTotals] = Field(default_factory=dict, description="workloads and GPUs by phase")
     origin: Literal["home", "flag", "context", "secret"]
     source: str | None = Field(None, description="the Secret (namespace/name) that registers it")
@@ -576,9 +650,12 @@ class WatchEvent(_M):
     """One event of a `watch=true` stream (one line of newline-delimited JSON, or one SSE `data:`)."""
 
     type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
-    object: dict[str, Any] | None = Field(None, description="the summary row (list stream), the full "
-                                                            "interpretation with live (one workload), or a problem "
-                                                            "(ERROR)")
+    object: dict[str, Any] | None = Field(
+        None,
+        description="the summary row (list stream), the full "
+        "interpretation with live (one workload), or a problem "
+        "(ERROR)",
+    )
     id: str | None = Field(None, description="resume token (SSE carries it as the event id)")
     initialEventsEnd: bool | None = Field(None, description="on the BOOKMARK after the initial state")
 
@@ -630,19 +707,23 @@ class ModelStatus(_M):
     pending: int | None = Field(None, description="changes received and not yet applied")
     interpretations: int | None = None
     answersReady: int | None = Field(None, description="live answers (with pods) computed ahead of reads and kept")
-    warningEvents: dict[str, Any] | None = Field(None, description="Warning Events kept for the diagnosis: kept, "
-                                                                   "evicted (bounds), the informers")
+    warningEvents: dict[str, Any] | None = Field(
+        None, description="Warning Events kept for the diagnosis: kept, evicted (bounds), the informers"
+    )
     resumeToken: str | None = None
     freshness: Freshness | None = None
     definitionsSynced: bool | None = None
     streams: dict[str, int] | None = Field(None, description="stream clients connected now, by stream (list, workload)")
-    source: Literal["store"] | None = Field(None, description="behind a store (--store): the cluster as the store "
-                                                            "holds it, not a model of this process")
+    source: Literal["store"] | None = Field(
+        None, description="behind a store (--store): the cluster as the store holds it, not a model of this process"
+    )
     storeConnected: bool | None = None
-    units: list[StoreUnit] | None = Field(None, description="behind a store: the cluster's units, their owners and "
-                                                            "heartbeats")
-    store: dict[str, Any] | None = Field(None, description="behind a store: this process's role, the store's state "
-                                                           "and (a shard) what it owns")
+    units: list[StoreUnit] | None = Field(
+        None, description="behind a store: the cluster's units, their owners and heartbeats"
+    )
+    store: dict[str, Any] | None = Field(
+        None, description="behind a store: this process's role, the store's state and (a shard) what it owns"
+    )
 
 
 class ValidationResult(BaseModel):

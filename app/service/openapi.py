@@ -25,10 +25,15 @@ def patch_openapi(app: FastAPI) -> None:
                 comps.setdefault(name, sub)
             comps.setdefault(model.__name__, model_schema)
         comps["KubernetesObject"] = {
-            "type": "object", "title": "KubernetesObject", "additionalProperties": True,
+            "type": "object",
+            "title": "KubernetesObject",
+            "additionalProperties": True,
             "required": ["apiVersion", "kind"],
-            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                           "metadata": {"type": "object", "additionalProperties": True}},
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object", "additionalProperties": True},
+            },
         }
         # Errors are problem+json: move the Problem schema FastAPI filed under application/json.
         for ops in schema.get("paths", {}).values():

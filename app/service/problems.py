@@ -22,8 +22,16 @@ class ProblemError(Exception):
     """Raise anywhere in a handler to answer with a problem document (the layers below raise
     their own errors, which errors.py says as problems)."""
 
-    def __init__(self, status: int, slug: str, title: str, detail: str, errors: list[dict[str, Any]] | None = None,
-                 extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        slug: str,
+        title: str,
+        detail: str,
+        errors: list[dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(detail)
         self.status, self.slug, self.title, self.detail, self.errors = status, slug, title, detail, errors
         self.extra, self.headers = extra or {}, headers or {}
@@ -39,28 +47,49 @@ def envelope(model: Any, doc: Any, expected: str) -> Any:
     try:
         return model.model_validate(doc)
     except ValidationError as e:
-        raise ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema",
-                           [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]}
-                            for err in e.errors()]) from None
+        raise ProblemError(
+            422,
+            "invalid-request",
+            "Invalid request",
+            "the request does not match its schema",
+            [{"path": ".".join(str(x) for x in err["loc"]), "message": err["msg"]} for err in e.errors()],
+        ) from None
 
 
 def problem_response(e: ProblemError, instance: str | None, headers: dict[str, str] | None = None) -> Response:
     """The one writer of a problem answer (the exception handlers and the middleware's): its
     document, status and headers (Retry-After...), and `headers` beyond them."""
-    return Response(orjson.dumps(e.body(instance)), status_code=e.status, media_type=PROBLEM_JSON,
-                    headers={**e.headers, **(headers or {})})
+    return Response(
+        orjson.dumps(e.body(instance)),
+        status_code=e.status,
+        media_type=PROBLEM_JSON,
+        headers={**e.headers, **(headers or {})},
+    )
 
 
 def internal_error(instance: str | None, exc: BaseException) -> Response:
     """The 500 answer of an error no handler expected: logged here, never a stack trace to the caller."""
     logging.getLogger("wlmap.http").error("unhandled error on %s: %s: %s", instance, type(exc).__name__, exc)
-    return problem_response(ProblemError(500, "internal-error", "Internal error",
-                                         "the server failed to process the request"), instance)
+    return problem_response(
+        ProblemError(500, "internal-error", "Internal error", "the server failed to process the request"), instance
+    )
 
 
-_TITLES = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
-           406: "Not acceptable", 409: "Conflict", 413: "Request body too large", 415: "Unsupported media type",
-           422: "Unprocessable content", 500: "Internal error", 501: "Not implemented", 503: "Service unavailable"}
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    406: "Not acceptable",
+    409: "Conflict",
+    413: "Request body too large",
+    415: "Unsupported media type",
+    422: "Unprocessable content",
+    500: "Internal error",
+    501: "Not implemented",
+    503: "Service unavailable",
+}
 
 
 async def on_problem(request: Request, exc: ProblemError) -> Response:
@@ -70,8 +99,11 @@ async def on_problem(request: Request, exc: ProblemError) -> Response:
 async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
     title = _TITLES.get(exc.status_code, "Error")
     detail = exc.detail if isinstance(exc.detail, str) else title
-    return problem_response(ProblemError(exc.status_code, title.lower().replace(" ", "-"), title, detail),
-                            request.url.path, dict(exc.headers or {}))
+    return problem_response(
+        ProblemError(exc.status_code, title.lower().replace(" ", "-"), title, detail),
+        request.url.path,
+        dict(exc.headers or {}),
+    )
 
 
 async def on_validation(request: Request, exc: RequestValidationError) -> Response:
@@ -81,8 +113,10 @@ async def on_validation(request: Request, exc: RequestValidationError) -> Respon
         if loc and loc[0] in ("body", "query", "path", "header"):
             loc = loc[1:]
         errors.append({"path": ".".join(loc), "message": str(e.get("msg"))})
-    return problem_response(ProblemError(422, "invalid-request", "Invalid request",
-                                         "the request does not match its schema", errors), request.url.path)
+    return problem_response(
+        ProblemError(422, "invalid-request", "Invalid request", "the request does not match its schema", errors),
+        request.url.path,
+    )
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
@@ -91,5 +125,6 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
 
 def unencodable_problem(e: UnencodableValue, what: str = "body") -> ProblemError:
     """A number no JSON the service writes can carry: refused before anything evaluates it."""
-    return ProblemError(422, "unencodable-number", "Number out of range", f"{what}: {e}",
-                        [{"path": e.path, "message": str(e)}])
+    return ProblemError(
+        422, "unencodable-number", "Number out of range", f"{what}: {e}", [{"path": e.path, "message": str(e)}]
+    )

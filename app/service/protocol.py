@@ -23,6 +23,6 @@ def set_nodelay(transport: asyncio.BaseTransport) -> None:
 
 
 class NoDelayHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:
         set_nodelay(transport)
         super().connection_made(transport)

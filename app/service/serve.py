@@ -27,7 +27,8 @@ def app_from_env() -> FastAPI:
     setup_logging(settings.log_level.upper(), settings.log_format)
     if not cluster_enabled(settings) and (settings.namespace or settings.configmap_selector or settings.configmap_name):
         logging.getLogger("wlmap").warning(
-            "--namespace/--configmap-* have no effect without cluster access (--kubeconfig, or running in a pod)")
+            "--namespace/--configmap-* have no effect without cluster access (--kubeconfig, or running in a pod)"
+        )
     return create_app(settings)
 
 
@@ -63,20 +64,39 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     os.environ.update(settings.to_env())
     setup_logging(settings.log_level.upper(), settings.log_format)
-    tls: dict[str, Any] = {"ssl_certfile": settings.tls_cert_file, "ssl_keyfile": settings.tls_key_file,
-                           "ssl_context_factory": reloading_context} if settings.tls_cert_file else {}
-    config = uvicorn.Config("app.service.serve:app_from_env", factory=True, host=settings.host, port=settings.port,
-                            workers=settings.workers if settings.workers > 1 else None, log_config=None, access_log=False, log_level="warning",
-                            proxy_headers=False, server_header=False, loop=event_loop(settings),
-                            timeout_graceful_shutdown=settings.shutdown_timeout,  # SIGTERM: open requests get this long
-                            http="app.service.protocol:NoDelayHTTPProtocol", **tls)
+    tls: dict[str, Any] = (
+        {
+            "ssl_certfile": settings.tls_cert_file,
+            "ssl_keyfile": settings.tls_key_file,
+            "ssl_context_factory": reloading_context,
+        }
+        if settings.tls_cert_file
+        else {}
+    )
+    config = uvicorn.Config(
+        "app.service.serve:app_from_env",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers if settings.workers > 1 else None,
+        log_config=None,
+        access_log=False,
+        log_level="warning",
+        proxy_headers=False,
+        server_header=False,
+        loop=event_loop(settings),
+        timeout_graceful_shutdown=settings.shutdown_timeout,  # SIGTERM: open requests get this long
+        http="app.service.protocol:NoDelayHTTPProtocol",
+        **tls,
+    )
     if config.workers <= 1:  # as uvicorn.run
         server = _Server(config)
         server.run()
         return 0 if server.started else 3  # uvicorn's STARTUP_FAILURE
     sock, stop = config.bind_socket(), threading.Event()
-    threading.Thread(target=_announce_when_listening, args=(sock, "https" if tls else "http", settings.host, stop),
-                     daemon=True).start()
+    threading.Thread(
+        target=_announce_when_listening, args=(sock, "https" if tls else "http", settings.host, stop), daemon=True
+    ).start()
     try:
         Multiprocess(config, sockets=[sock]).run()
     finally:

@@ -89,8 +89,9 @@ class Service:
     wiring.build (the one place that does), and passed in: the engine's options, the stream
     and body limits, the metrics."""
 
-    def __init__(self, settings: Settings, *, engine: EngineOptions, streams: Limits, body_limits: BodyLimits,
-                 metrics: Metrics):
+    def __init__(
+        self, settings: Settings, *, engine: EngineOptions, streams: Limits, body_limits: BodyLimits, metrics: Metrics
+    ):
         self.settings = settings
         self.engine, self.streams, self.body_limits, self.metrics = engine, streams, body_limits, metrics
         home, others = settings.check().cluster_specs()  # ValueError: settings that cannot work together
@@ -99,13 +100,22 @@ class Service:
         self.store = DefinitionStore(settings.definitions, Cluster.source_keys(settings) if home is not None else None)
         self.cluster: Cluster | None = None
         # every read of cluster data is made with the caller's rights, asked here (auth.py)
-        self.auth = Authorizer(auth_mode(settings) == "kubernetes",
-                               lambda: self.cluster.access if self.cluster is not None else None)
-        self.evaluator = Evaluator(settings.isolation, settings.eval_workers, settings.eval_deadline,
-                                   settings.eval_queue_timeout, settings.eval_worker_memory, engine,
-                                   PoolCounters(restarts=metrics.worker_restarts.inc,
-                                                queue_timeouts=metrics.worker_queue_timeouts.inc,
-                                                retries=metrics.worker_retries.inc))
+        self.auth = Authorizer(
+            auth_mode(settings) == "kubernetes", lambda: self.cluster.access if self.cluster is not None else None
+        )
+        self.evaluator = Evaluator(
+            settings.isolation,
+            settings.eval_workers,
+            settings.eval_deadline,
+            settings.eval_queue_timeout,
+            settings.eval_worker_memory,
+            engine,
+            PoolCounters(
+                restarts=metrics.worker_restarts.inc,
+                queue_timeouts=metrics.worker_queue_timeouts.inc,
+                retries=metrics.worker_retries.inc,
+            ),
+        )
         self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
         self.ready = False
         self.stop = asyncio.Event()
@@ -133,8 +143,9 @@ class Service:
         gc.collect()
         gc.freeze()
         self.ready = True
-        logging.getLogger("wlmap").info("serving on %s's event loop",
-                                        type(asyncio.get_running_loop()).__module__.split(".")[0])
+        logging.getLogger("wlmap").info(
+            "serving on %s's event loop", type(asyncio.get_running_loop()).__module__.split(".")[0]
+        )
         try:
             yield
         finally:
@@ -162,21 +173,30 @@ class Service:
         if self.workload_metrics is None:
             fleet = self.need_cluster("workload metrics").fleet
             self.workload_metrics = WorkloadMetrics(
-                lambda: [m.model for m in fleet.members.values() if m.model is not None], self.fleet_mode)
+                lambda: [m.model for m in fleet.members.values() if m.model is not None], self.fleet_mode
+            )
         return self.workload_metrics
 
     # -- definitions -----------------------------------------------------------------------
     def inline_definition(self, doc: Any) -> Definition:
         if not self.settings.allow_inline_definitions:
-            raise ProblemError(403, "inline-definitions-disabled", "Inline definitions are disabled",
-                               "this service does not accept definitions in requests")
+            raise ProblemError(
+                403,
+                "inline-definitions-disabled",
+                "Inline definitions are disabled",
+                "this service does not accept definitions in requests",
+            )
         return self.inline.definition(doc)
 
     def bound_pods(self, n: int) -> None:
         """Pods are interpreted one by one: their number in one request is bounded (--max-pods)."""
         if n > self.settings.max_pods:
-            raise ProblemError(413, "too-many-pods", "Too many pods",
-                               f"{n} pods in one request; at most {self.settings.max_pods} (--max-pods)")
+            raise ProblemError(
+                413,
+                "too-many-pods",
+                "Too many pods",
+                f"{n} pods in one request; at most {self.settings.max_pods} (--max-pods)",
+            )
 
     def resolve(self, obj: dict[str, Any]) -> Definition:
         try:
@@ -184,16 +204,21 @@ class Service:
         except AmbiguousDefinition as e:
             raise ProblemError(409, "ambiguous-definition", "Ambiguous definition", str(e)) from None
         if d is None:
-            raise ProblemError(404, "no-definition", "No definition",
-                               f"no Karta definition covers {obj.get('apiVersion')} {obj.get('kind')}")
+            raise ProblemError(
+                404,
+                "no-definition",
+                "No definition",
+                f"no Karta definition covers {obj.get('apiVersion')} {obj.get('kind')}",
+            )
         return d
 
     # -- interpretation --------------------------------------------------------------------
     async def interpret_body(self, body: bytes, media: str, request_state: dict[str, Any]) -> dict[str, Any]:
         docs = decode(body, media)
         if len(docs) != 1:
-            raise ProblemError(400, "malformed-body", "Malformed body",
-                               f"expected exactly one document, got {len(docs)}")
+            raise ProblemError(
+                400, "malformed-body", "Malformed body", f"expected exactly one document, got {len(docs)}"
+            )
         return await self.interpret_doc(docs[0], request_state)
 
     async def interpret_doc(self, doc: Any, request_state: dict[str, Any], read: Read | None = None) -> dict[str, Any]:
@@ -201,8 +226,9 @@ class Service:
         if _is_manifest(doc):
             env = InterpretRequest(object=doc)
         else:
-            env = envelope(InterpretRequest, doc, "expected a manifest or an object {\"object\": ..., \"definition\"?, "
-                                                  "\"pods\"?}")
+            env = envelope(
+                InterpretRequest, doc, 'expected a manifest or an object {"object": ..., "definition"?, "pods"?}'
+            )
         self.bound_pods(len(env.pods or ()))
         read = read if read is not None else Read()
         obj, d = await self.subject(env, request_state, read)
@@ -217,18 +243,19 @@ class Service:
             result = {"cluster": read.cluster, **result}
         return result
 
-    async def subject(self, env: Any, request_state: dict[str, Any], read: Read, whole: bool = False,
-                      member: Member | None = None) -> tuple[dict[str, Any], Definition]:
+    async def subject(
+        self, env: Any, request_state: dict[str, Any], read: Read, whole: bool = False, member: Member | None = None
+    ) -> tuple[dict[str, Any], Definition]:
         """The object of an envelope (sent, or read with the caller's rights by `ref`; `whole`:
         as the API server holds it) and the definition to read it with (inline, or the registry's);
         `read` gets what the read learned, as soon as it is known."""
         obj = env.object
         if env.ref is not None:
             if env.object is not None:
-                raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\", not both")
+                raise ProblemError(422, "invalid-request", "Invalid request", 'give either "object" or "ref", not both')
             obj, read.freshness, read.cluster = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
         if obj is None:
-            raise ProblemError(422, "invalid-request", "Invalid request", "give either \"object\" or \"ref\"")
+            raise ProblemError(422, "invalid-request", "Invalid request", 'give either "object" or "ref"')
         read.object = obj
         if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
             raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
@@ -246,14 +273,20 @@ class Service:
         except EvaluationTimeout as e:
             metrics.deadline_hits.labels(label).inc()
             metrics.interpretation_errors.labels(label, "deadline").inc()
-            raise ProblemError(422, "evaluation-deadline-exceeded", "Evaluation deadline exceeded", str(e),
-                               [{"path": e.path, "message": str(e), "expression": e.expression}]) from None
+            raise ProblemError(
+                422,
+                "evaluation-deadline-exceeded",
+                "Evaluation deadline exceeded",
+                str(e),
+                [{"path": e.path, "message": str(e), "expression": e.expression}],
+            ) from None
         except EvaluationOutOfMemory as e:
             metrics.interpretation_errors.labels(label, "memory").inc()
             raise ProblemError(422, "evaluation-memory-exceeded", "Evaluation memory exceeded", str(e)) from None
         except EvaluationBusy as e:  # the live model retries these later; a client is told when
-            raise ProblemError(503, "evaluation-busy", "Evaluation workers busy", str(e),
-                               headers={"Retry-After": str(e.retry_after)}) from None
+            raise ProblemError(
+                503, "evaluation-busy", "Evaluation workers busy", str(e), headers={"Retry-After": str(e.retry_after)}
+            ) from None
         except EvaluationCrashed as e:
             metrics.interpretation_errors.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
@@ -265,13 +298,23 @@ class Service:
     # -- cluster ---------------------------------------------------------------------------
     def need_cluster(self, what: str) -> Cluster:
         if self.cluster is None:
-            raise ProblemError(501, "no-cluster", "No cluster configured",
-                               f"{what} need cluster access; this service runs without a cluster "
-                               "(start it with --kubeconfig, or in a cluster)")
+            raise ProblemError(
+                501,
+                "no-cluster",
+                "No cluster configured",
+                f"{what} need cluster access; this service runs without a cluster "
+                "(start it with --kubeconfig, or in a cluster)",
+            )
         return self.cluster
 
-    def reader(self, member: Member, kind: str | None = None, api_version: str | None = None,
-               namespace: str | None = None, whole: bool = False) -> WorkloadReader:
+    def reader(
+        self,
+        member: Member,
+        kind: str | None = None,
+        api_version: str | None = None,
+        namespace: str | None = None,
+        whole: bool = False,
+    ) -> WorkloadReader:
         """Where a read of `member` is answered from: its live model when it can answer this read
         from memory, else the API server (while it answers).  The one place this is decided.
         `whole`: the object as stored (the model keeps only what definitions read): the API server."""
@@ -301,16 +344,22 @@ class Service:
         cluster = self.need_cluster(what)
         self.need_store()
         if name is None:
-            m = cluster.home or (next(iter(cluster.fleet.members.values())) if len(cluster.fleet.members) == 1
-                                 else None)
+            m = cluster.home or (
+                next(iter(cluster.fleet.members.values())) if len(cluster.fleet.members) == 1 else None
+            )
             if m is None:
-                raise ProblemError(400, "cluster-required", "Cluster required",
-                                   "this service has no cluster of its own: name one (?cluster= or ref.cluster)")
+                raise ProblemError(
+                    400,
+                    "cluster-required",
+                    "Cluster required",
+                    "this service has no cluster of its own: name one (?cluster= or ref.cluster)",
+                )
             return m
         m = cluster.fleet.get(name)
         if m is None:
-            raise ProblemError(404, "cluster-not-found", "Cluster not found",
-                               f"no cluster named {name!r} (GET /clusters lists them)")
+            raise ProblemError(
+                404, "cluster-not-found", "Cluster not found", f"no cluster named {name!r} (GET /clusters lists them)"
+            )
         if not m.available:
             raise fleet_reads.unavailable(m)
         return m
@@ -323,12 +372,21 @@ class Service:
             return sorted(cluster.fleet.members.values(), key=lambda m: m.name)
         return [self.member(n.strip()) for n in dict.fromkeys(names.split(",")) if n.strip()]
 
-    async def describe(self, member: Member, namespace: str, name: str, kind: str | None, api_version: str | None,
-                       pods: bool, state: dict[str, Any]) -> Response:
+    async def describe(
+        self,
+        member: Member,
+        namespace: str,
+        name: str,
+        kind: str | None,
+        api_version: str | None,
+        pods: bool,
+        state: dict[str, Any],
+    ) -> Response:
         allow = self.auth.rights(state, member)
         try:
             body = await self.reader(member, kind, api_version, namespace).describe(
-                namespace, name, kind, api_version, with_pods=pods, allow=allow)
+                namespace, name, kind, api_version, with_pods=pods, allow=allow
+            )
         except LookupFailed as e:
             raise self.explained(e, namespace, name, kind) from None
         return Response(body, media_type=JSON)
@@ -338,22 +396,28 @@ class Service:
         self.need_cluster("object references")
         namespace = ref.get("namespace")
         if ref.get("cluster") is None and self.fleet_mode:
-            return await fleet_reads.find_in_fleet(self.members(None), namespace or "", ref["name"],
-                                                   ref["kind"], ref["apiVersion"],
-                                                   lambda m: self.auth.rights(request_state, m),
-                                                   lambda m: self.reader(m, ref["kind"], ref["apiVersion"],
-                                                                         namespace, whole))
+            return await fleet_reads.find_in_fleet(
+                self.members(None),
+                namespace or "",
+                ref["name"],
+                ref["kind"],
+                ref["apiVersion"],
+                lambda m: self.auth.rights(request_state, m),
+                lambda m: self.reader(m, ref["kind"], ref["apiVersion"], namespace, whole),
+            )
         return self.member(ref.get("cluster"), "object references")
 
-    async def fetch_ref(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False,
-                        member: Member | None = None) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    async def fetch_ref(
+        self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False, member: Member | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any], str | None]:
         """The object a `ref` names, how fresh the read is, and (in a fleet) its cluster."""
         namespace = ref.get("namespace")
         member = member or await self.ref_member(ref, request_state, whole)
         allow = self.auth.rights(request_state, member)
         try:
             obj, freshness = await self.reader(member, ref["kind"], ref["apiVersion"], namespace, whole).object(
-                ref["apiVersion"], ref["kind"], namespace, ref["name"], allow=allow)
+                ref["apiVersion"], ref["kind"], namespace, ref["name"], allow=allow
+            )
         except LookupFailed as e:
             raise self.explained(e, namespace or "", ref["name"], ref["kind"]) from None
         return obj, freshness, member.name if self.fleet_mode else None
@@ -362,20 +426,32 @@ class Service:
         """A lookup that found nothing, where an invalid definition is why: say so, and where."""
         if e.status == 404 and e.slug in ("workload-not-found", "no-definition", "kind-not-served"):
             reg = self.store.registry
-            bad = [d for st in self.store.all_states() for d in st.rejected
-                   if d.gvk is not None and not reg.covers(d.gvk)
-                   and (not kind or matches_token(kind, Known(d, None)))]
+            bad = [
+                d
+                for st in self.store.all_states()
+                for d in st.rejected
+                if d.gvk is not None and not reg.covers(d.gvk) and (not kind or matches_token(kind, Known(d, None)))
+            ]
             if bad:
                 notes = []
                 for d in bad:
                     g, v, k = d.gvk  # type: ignore[misc]
                     first = next((f.message for f in d.findings if f.level == "error"), "invalid")
-                    notes.append(f"the only definition of {k} ({g + '/' if g else ''}{v}), {d.name or '?'} from "
-                                 f"{d.origin}, is invalid: {first}")
-                return ProblemError(404, "definition-invalid", "Definition invalid",
-                                    e.message + "; " + "; ".join(notes),
-                                    [{"path": d.origin, "message": next((f.message for f in d.findings
-                                                                         if f.level == "error"), "invalid")}
-                                     for d in bad])
+                    notes.append(
+                        f"the only definition of {k} ({g + '/' if g else ''}{v}), {d.name or '?'} from "
+                        f"{d.origin}, is invalid: {first}"
+                    )
+                return ProblemError(
+                    404,
+                    "definition-invalid",
+                    "Definition invalid",
+                    e.message + "; " + "; ".join(notes),
+                    [
+                        {
+                            "path": d.origin,
+                            "message": next((f.message for f in d.findings if f.level == "error"), "invalid"),
+                        }
+                        for d in bad
+                    ],
+                )
         return lookup_problem(e)
-

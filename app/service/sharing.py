@@ -40,8 +40,14 @@ def claims_group(url: str) -> str:
 
 
 class Sharing:
-    def __init__(self, settings: Settings, home: Kube | None, namespace: str, registry: Callable[[], Registry],
-                 interpret: Interpret):
+    def __init__(
+        self,
+        settings: Settings,
+        home: Kube | None,
+        namespace: str,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+    ):
         assert settings.store
         self.settings, self.home, self.namespace = settings, home, namespace
         self.registry, self.interpret = registry, interpret
@@ -59,8 +65,14 @@ class Sharing:
         return {"events": self.hub.log, "model_factory": self.model_for}
 
     def model_for(self, member: Member) -> StoreModel:
-        return StoreModel(self.hub, member.name, self.registry, self.interpret, self.labelled,
-                          member.kube.host if member.kube is not None else None)
+        return StoreModel(
+            self.hub,
+            member.name,
+            self.registry,
+            self.interpret,
+            self.labelled,
+            member.kube.host if member.kube is not None else None,
+        )
 
     def attach(self, fleet: Fleet) -> None:
         if self.role in ("shard", "all"):
@@ -68,9 +80,17 @@ class Sharing:
 
             assert self.home is not None  # Settings.check: shards need a home cluster for their Leases
             claims = Claims(self.home, self.namespace, group=claims_group(self.settings.store))
-            self.shard = Shard(fleet, self.redis, claims, self.registry, self.interpret,
-                               buckets=self.settings.shard_buckets, maxlen=self.settings.store_stream_length,
-                               namespaces=self.settings.watch_namespaces or None, labelled=self.labelled)
+            self.shard = Shard(
+                fleet,
+                self.redis,
+                claims,
+                self.registry,
+                self.interpret,
+                buckets=self.settings.shard_buckets,
+                maxlen=self.settings.store_stream_length,
+                namespaces=self.settings.watch_namespaces or None,
+                labelled=self.labelled,
+            )
 
     def start(self, stop: asyncio.Event) -> None:
         self._tasks.append(asyncio.create_task(self.hub.run(stop), name="store-hub"))
@@ -91,13 +111,18 @@ class Sharing:
             units = GaugeMetricFamily("wlmap_shard_units", "Units (clusters or namespace buckets) this shard owns")
             units.add_metric([], len(self.shard.claims.owned))
             yield units
-            writes = CounterMetricFamily("wlmap_shard_store_writes", "Fenced writes to the store, by cluster",
-                                         labels=["cluster"])
+            writes = CounterMetricFamily(
+                "wlmap_shard_store_writes", "Fenced writes to the store, by cluster", labels=["cluster"]
+            )
             for name, p in sorted(self.shard.parts.items()):
                 writes.add_metric([name], p.writes)
             yield writes
 
     def status(self) -> dict[str, Any]:
-        return {"role": self.role, "storeConnected": self.hub.connected, "storeError": self.hub.error,
-                "resumeToken": self.hub.log.token(),
-                **({"shard": self.shard.status()} if self.shard is not None else {})}
+        return {
+            "role": self.role,
+            "storeConnected": self.hub.connected,
+            "storeError": self.hub.error,
+            "resumeToken": self.hub.log.token(),
+            **({"shard": self.shard.status()} if self.shard is not None else {}),
+        }

@@ -114,13 +114,22 @@ def take_slot(limits: Limits, request: Request) -> Slot:
     """A slot for a new stream, or a 429 problem when the caller or the process has no more."""
     caller = caller_of(request)
     if limits.streams >= limits.total:
-        raise ProblemError(429, "too-many-streams", "Too many streams",
-                           f"this service already serves {limits.total} streams (--max-streams); try again later",
-                           headers={"Retry-After": RETRY_AFTER})
+        raise ProblemError(
+            429,
+            "too-many-streams",
+            "Too many streams",
+            f"this service already serves {limits.total} streams (--max-streams); try again later",
+            headers={"Retry-After": RETRY_AFTER},
+        )
     if limits.callers.get(caller, 0) >= limits.per_caller:
-        raise ProblemError(429, "too-many-streams", "Too many streams",
-                           f"you already hold {limits.per_caller} open streams (--max-streams-per-caller); "
-                           "close one, or try again later", headers={"Retry-After": RETRY_AFTER})
+        raise ProblemError(
+            429,
+            "too-many-streams",
+            "Too many streams",
+            f"you already hold {limits.per_caller} open streams (--max-streams-per-caller); "
+            "close one, or try again later",
+            headers={"Retry-After": RETRY_AFTER},
+        )
     return Slot(limits, caller)
 
 
@@ -134,7 +143,7 @@ class _Closing:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)  # type: ignore[misc]
-        except (asyncio.TimeoutError, SendTimeoutError, OSError):
+        except (TimeoutError, SendTimeoutError, OSError):
             pass  # the client stopped reading or went away: the server closes the connection
         finally:
             with contextlib.suppress(Exception):
@@ -186,16 +195,24 @@ def respond(request: Request, frames: AsyncIterator[Any], slot: Slot) -> Any:
 
 
 def _slow(sse: bool, token: str, buffer: int) -> Any:
-    problem = problem_body(429, "slow-client", "Stream client too slow",
-                           f"more than {buffer} changes waited for this client; resume from the last id received "
-                           "(or list again)", None)
+    problem = problem_body(
+        429,
+        "slow-client",
+        "Stream client too slow",
+        f"more than {buffer} changes waited for this client; resume from the last id received (or list again)",
+        None,
+    )
     return _frame(sse, {"type": "ERROR", "object": problem}, token)
 
 
 def need_model(model: ClusterModel | None) -> ClusterModel:
     if model is None:
-        raise ProblemError(400, "streams-need-the-model", "Streams need the live model",
-                           "this service reads the API server directly (--cache false); streams need the live model")
+        raise ProblemError(
+            400,
+            "streams-need-the-model",
+            "Streams need the live model",
+            "this service reads the API server directly (--cache false); streams need the live model",
+        )
     return model
 
 
@@ -203,29 +220,37 @@ async def _wait_synced(model: ClusterModel, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not model.synced:
         if asyncio.get_running_loop().time() > deadline:
-            raise ProblemError(503, "model-not-synced", "Not synced yet",
-                               "the live model has not finished its first sync; try again shortly",
-                               headers={"Retry-After": "2"})
+            raise ProblemError(
+                503,
+                "model-not-synced",
+                "Not synced yet",
+                "the live model has not finished its first sync; try again shortly",
+                headers={"Retry-After": "2"},
+            )
         await asyncio.sleep(0.1)
 
 
 # -- the list -------------------------------------------------------------------------------
+
 
 async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) -> dict[str, Any] | None:
     """The row as this caller may see it (None: not at all): what a list would show them,
     namespace by namespace; the answers are cached briefly by the access checks."""
     ns = ev.key[2]
     asked = namespace if res.namespaced else None
-    if not (await allow("list", res, asked, None) or (asked is None and res.namespaced and ns
-                                                       and await allow("list", res, ns, None))):
+    if not (
+        await allow("list", res, asked, None)
+        or (asked is None and res.namespaced and ns and await allow("list", res, ns, None))
+    ):
         return None
     row = ev.object
     if ev.type == "DELETED":
         return row
 
     async def may_list(res: Resource) -> bool:
-        return await allow("list", res, namespace, None) or bool(namespace is None and ns
-                                                                 and await allow("list", res, ns, None))
+        return await allow("list", res, namespace, None) or bool(
+            namespace is None and ns and await allow("list", res, ns, None)
+        )
 
     if not await may_list(PODS):  # as a list shows it: ready counts and reasons need pods (and Events)
         row = dict(row, pods=dict(row["pods"], ready=None), reason=None)
@@ -237,8 +262,9 @@ async def _shown(allow: Allow, res: Resource, namespace: str | None, ev: Event) 
 Visible = Callable[[Event], Awaitable["dict[str, Any] | None"]]
 
 
-def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
-              ) -> Callable[[Event, str], Awaitable[tuple[str, dict[str, Any]] | None]]:
+def _filtered(
+    visible: Visible, query: ListQuery | None, resumed: bool
+) -> Callable[[Event, str], Awaitable[tuple[str, dict[str, Any]] | None]]:
     """The event to send for a log event, under the list filters (phase, labelSelector,
     minGpus): a row that comes to match is ADDED, one that stops matching is DELETED for this
     client, one that never matched is not sent.  Which rows a client holds is known from what
@@ -263,8 +289,15 @@ def _filtered(visible: Visible, query: ListQuery | None, resumed: bool
     return present
 
 
-async def _log_stream(limits: Limits, request: Request, log: ChangeLog, accept: Callable[[Event], bool],
-                snapshot: Callable[[], list[Event]], visible: Visible, query: ListQuery | None = None) -> Any:
+async def _log_stream(
+    limits: Limits,
+    request: Request,
+    log: ChangeLog,
+    accept: Callable[[Event], bool],
+    snapshot: Callable[[], list[Event]],
+    visible: Visible,
+    query: ListQuery | None = None,
+) -> Any:
     """A stream of a log's events: the current state (or, resuming, what came after the token),
     a BOOKMARK marking its end, then every accepted event as it is published."""
     sse = wants_sse(request)
@@ -331,33 +364,54 @@ def _rows(model: ClusterModel, cluster: str | None = None) -> list[Event]:
     return [Event(0, "ADDED", row_key(row), row, cluster=cluster) for row, _ in model.rows()]
 
 
-async def list_stream(limits: Limits, request: Request, model: ClusterModel, namespace: str | None,
-                      kind: str | None, allow: Allow, query: ListQuery | None = None) -> Any:
+async def list_stream(
+    limits: Limits,
+    request: Request,
+    model: ClusterModel,
+    namespace: str | None,
+    kind: str | None,
+    allow: Allow,
+    query: ListQuery | None = None,
+) -> Any:
     await _wait_synced(model)
-    kinds = {(kw.resource.group, kw.resource.kind): kw.resource for kw in model.kinds.values()
-             if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))}
+    kinds = {
+        (kw.resource.group, kw.resource.kind): kw.resource
+        for kw in model.kinds.values()
+        if kw.definition is not None and (not kind or matches_token(kind, Known(kw.definition, kw.resource)))
+    }
 
     def accept(ev: Event) -> bool:
         g, k, ns, _ = ev.key
         return (g, k) in kinds and (namespace is None or ns in (namespace, ""))
 
     async def visible(ev: Event) -> dict[str, Any] | None:
-        return await _shown(allow, kinds[ev.key[:2]], namespace, ev)  # type: ignore[index]
+        return await _shown(allow, kinds[ev.key[:2]], namespace, ev)
 
     return await _log_stream(limits, request, model.events, accept, lambda: _rows(model), visible, query)
 
 
 # -- one workload ---------------------------------------------------------------------------
 
-async def workload_stream(limits: Limits, request: Request, model: ClusterModel, namespace: str, name: str,
-                          kind: str | None, api_version: str | None, with_pods: bool, allow: Allow) -> Any:
+
+async def workload_stream(
+    limits: Limits,
+    request: Request,
+    model: ClusterModel,
+    namespace: str,
+    name: str,
+    kind: str | None,
+    api_version: str | None,
+    with_pods: bool,
+    allow: Allow,
+) -> Any:
     await _wait_synced(model)
     sse = wants_sse(request)
     try:
         found = await model.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         res = found.resource
-        body = await model.describe(namespace, name, res.kind, res.api_version,
-                                    with_pods=with_pods, allow=allow, freshness=False)
+        body = await model.describe(
+            namespace, name, res.kind, res.api_version, with_pods=with_pods, allow=allow, freshness=False
+        )
     except LookupFailed as e:
         raise lookup_problem(e) from None
     key = (res.group, res.kind, found.namespace, found.name)
@@ -378,8 +432,9 @@ async def workload_stream(limits: Limits, request: Request, model: ClusterModel,
     async def current() -> bytes | None:
         """The workload's interpretation now (None: it is gone, or no longer visible to the caller)."""
         try:
-            return await model.describe(namespace, name, res.kind, res.api_version,
-                                        with_pods=with_pods, allow=allow, freshness=False)
+            return await model.describe(
+                namespace, name, res.kind, res.api_version, with_pods=with_pods, allow=allow, freshness=False
+            )
         except LookupFailed:
             return None
 
@@ -393,14 +448,17 @@ async def workload_stream(limits: Limits, request: Request, model: ClusterModel,
             sent = token or ""
             if known_digest is None or known_digest != last:
                 sent = record(last)
-                yield _frame(sse, {"type": "ADDED" if known_digest is None else "MODIFIED",
-                                   "object": orjson.Fragment(body)}, sent)
+                yield _frame(
+                    sse,
+                    {"type": "ADDED" if known_digest is None else "MODIFIED", "object": orjson.Fragment(body)},
+                    sent,
+                )
             yield _frame(sse, {"type": "BOOKMARK", "initialEventsEnd": True}, sent)
             gone = False
             while not limits.ending():
                 try:
                     await asyncio.wait_for(wake.wait(), HEARTBEAT)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     yield _frame(sse, {"type": "BOOKMARK"}, sent)
                     continue
                 wake.clear()
@@ -438,6 +496,7 @@ def _digest(body: bytes) -> bytes:
 
 # -- the fleet ------------------------------------------------------------------------------
 
+
 async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
     """Until every cluster that answers has synced (a cluster that is down is not waited for:
     its rows come as last seen, and as ADDED events once it is back and synced)."""
@@ -448,9 +507,17 @@ async def _wait_fleet(fleet: Fleet, timeout: float = 30.0) -> None:
         await asyncio.sleep(0.1)
 
 
-async def fleet_list_stream(limits: Limits, request: Request, fleet: Fleet, clusters: list[str] | None,
-                            namespace: str | None, kind: str | None, allow_for: Callable[[Member], Allow], authorized: bool,
-                            query: ListQuery | None = None) -> Any:
+async def fleet_list_stream(
+    limits: Limits,
+    request: Request,
+    fleet: Fleet,
+    clusters: list[str] | None,
+    namespace: str | None,
+    kind: str | None,
+    allow_for: Callable[[Member], Allow],
+    authorized: bool,
+    query: ListQuery | None = None,
+) -> Any:
     """The list stream over several clusters: every row carries its cluster; one resume token
     covers them all (the members share one event log)."""
     if any(m.model is None for m in fleet.members.values()):
@@ -460,7 +527,7 @@ async def fleet_list_stream(limits: Limits, request: Request, fleet: Fleet, clus
 
     def resource_of(ev: Event) -> Resource | None:
         m = fleet.get(ev.cluster or "")
-        kw = m.model.kinds.get(ev.key[:2]) if m is not None and m.model is not None else None  # type: ignore[arg-type]
+        kw = m.model.kinds.get(ev.key[:2]) if m is not None and m.model is not None else None
         if kw is None or kw.definition is None:
             return None
         if kind and not matches_token(kind, Known(kw.definition, kw.resource)):
@@ -488,8 +555,12 @@ async def fleet_list_stream(limits: Limits, request: Request, fleet: Fleet, clus
         return dict(row, unavailable=True) if row is not None and not m.available and ev.type != "DELETED" else row
 
     def snapshot() -> list[Event]:
-        return [ev for m in fleet.members.values() if m.model is not None and (wanted is None or m.name in wanted)
-                for ev in _rows(m.model, m.name)]
+        return [
+            ev
+            for m in fleet.members.values()
+            if m.model is not None and (wanted is None or m.name in wanted)
+            for ev in _rows(m.model, m.name)
+        ]
 
     return await _log_stream(limits, request, fleet.events, accept, snapshot, visible, query)
 
@@ -501,7 +572,13 @@ async def cluster_stream(limits: Limits, request: Request, fleet: Fleet) -> Any:
         return ev.key[:3] == CLUSTER_KEY
 
     async def visible(ev: Event) -> dict[str, Any]:
-        return ev.object  # type: ignore[no-any-return]
+        return ev.object
 
-    return await _log_stream(limits, request, fleet.events, accept,
-                       lambda: [Event(0, "ADDED", (*CLUSTER_KEY, i["name"]), i) for i in fleet.items()], visible)
+    return await _log_stream(
+        limits,
+        request,
+        fleet.events,
+        accept,
+        lambda: [Event(0, "ADDED", (*CLUSTER_KEY, i["name"]), i) for i in fleet.items()],
+        visible,
+    )

@@ -2,7 +2,8 @@
 pod of its chosen components, and the JSON patch that makes it (app/engine/update.py).
 
 The object comes as `POST /interpret` takes it (sent, or read by `ref` with the caller's
-rights; from the API server, never the live model, which keeps only what definitions read), and is interpreted before and after the rewrite (through the evaluator: a definition
+rights; from the API server, never the live model, which keeps only what definitions read), and is interpreted
+before and after the rewrite (through the evaluator: a definition
 that is not built in runs in a worker, under the deadline).  A rewrite whose interpretation
 differs from the original's other than by the set fields is refused: nothing is returned that
 would not read back.  With `apply=true` (a `ref`, --actions true) the patch is then applied as
@@ -26,19 +27,27 @@ MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `
 
 
 async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
-    env = envelope(UpdateRequest, doc, "expected an object {\"object\" | \"ref\", \"definition\"?, \"set\", "
-                                       "\"components\"?}")
+    env = envelope(UpdateRequest, doc, 'expected an object {"object" | "ref", "definition"?, "set", "components"?}')
     set_ = env.set_.model_dump(exclude_none=True)
     target = None
     if apply:
         actions.need_actions(service)
         if env.ref is None:
-            raise ProblemError(422, "nothing-to-apply", "Nothing to apply to",
-                               "apply=true writes to a live object: give \"ref\", not \"object\"")
+            raise ProblemError(
+                422,
+                "nothing-to-apply",
+                "Nothing to apply to",
+                'apply=true writes to a live object: give "ref", not "object"',
+            )
         target = await actions.authorize_apply(service, request_state, env.ref.model_dump())  # before the read
     read = Read()  # (its freshness is now: read from the API server just now)
-    obj, d = await service.subject(env, request_state, read, whole=True,  # a rewrite of a projection would lose fields
-                                   member=target[0] if target else None)
+    obj, d = await service.subject(
+        env,
+        request_state,
+        read,
+        whole=True,  # a rewrite of a projection would lose fields
+        member=target[0] if target else None,
+    )
     cluster = read.cluster
     before = await service.evaluate(d, obj, None)
     moved: list[str] = []
@@ -51,20 +60,30 @@ async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], 
         raise ProblemError(422, "update-refused", "Update refused", e.message, [e.as_error()]) from None
     if moved:
         raise ProblemError(
-            422, "update-does-not-read-back", "Update does not read back",
+            422,
+            "update-does-not-read-back",
+            "Update does not read back",
             "the rewritten object would not read back as set (nothing was written): its interpretation also "
-            f"changes at {', '.join(moved[:MAX_NAMED])}" + (f" and {len(moved) - MAX_NAMED} more"
-                                                            if len(moved) > MAX_NAMED else "")
-            + "; a location shared with another component? name them all in \"components\"",
-            [{"path": p, "message": "differs after the rewrite"} for p in moved])
-    out = {"object": rw.object, "patch": rw.patch, "changed": rw.changed, "components": rw.components,
-           "writes": rw.writes, "definition": before["definition"]}
+            f"changes at {', '.join(moved[:MAX_NAMED])}"
+            + (f" and {len(moved) - MAX_NAMED} more" if len(moved) > MAX_NAMED else "")
+            + '; a location shared with another component? name them all in "components"',
+            [{"path": p, "message": "differs after the rewrite"} for p in moved],
+        )
+    out = {
+        "object": rw.object,
+        "patch": rw.patch,
+        "changed": rw.changed,
+        "components": rw.components,
+        "writes": rw.writes,
+        "definition": before["definition"],
+    }
     if target is not None:
         member, res = target
         ref = env.ref
         applied = bool(rw.patch)
         if applied:  # the patch as returned: led by the test of the resourceVersion read
-            out["object"] = await actions.patch_object(member, res, ref.namespace if res.namespaced else None,
-                                                       ref.name, obj, rw.patch)
+            out["object"] = await actions.patch_object(
+                member, res, ref.namespace if res.namespaced else None, ref.name, obj, rw.patch
+            )
         out["applied"] = applied
     return {"cluster": cluster, **out} if cluster is not None else out

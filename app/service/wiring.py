@@ -20,8 +20,9 @@ def engine(settings: Settings) -> EngineOptions:
 
 
 def stream_limits(settings: Settings) -> Limits:
-    return Limits(settings.stream_buffer, settings.stream_write_timeout, settings.max_streams_per_caller,
-                  settings.max_streams)
+    return Limits(
+        settings.stream_buffer, settings.stream_write_timeout, settings.max_streams_per_caller, settings.max_streams
+    )
 
 
 def body_limits(settings: Settings) -> BodyLimits:
@@ -32,7 +33,12 @@ def build(settings: Settings) -> Service:
     """A service ready for create_app: its metrics on a registry of its own, with the series
     read at scrape time from the service itself."""
     metrics = Metrics()
-    service = Service(settings, engine=engine(settings), streams=stream_limits(settings),
-                      body_limits=body_limits(settings), metrics=metrics)
+    service = Service(
+        settings,
+        engine=engine(settings),
+        streams=stream_limits(settings),
+        body_limits=body_limits(settings),
+        metrics=metrics,
+    )
     metrics.registry.register(StateCollector(service))
     return service

@@ -18,8 +18,17 @@ from prometheus_client.registry import Collector
 from ..engine.quantity import QuantityError, parse_quantity
 from ..model.protocol import ClusterModel
 
-PHASES = ["Initializing", "Running", "Completed", "Failed", "Degraded", "Suspended", "Suspending", "Resuming",
-          "Undefined"]
+PHASES = [
+    "Initializing",
+    "Running",
+    "Completed",
+    "Failed",
+    "Degraded",
+    "Suspended",
+    "Suspending",
+    "Resuming",
+    "Undefined",
+]
 LABELS = ["namespace", "group", "kind", "name"]
 
 
@@ -43,27 +52,46 @@ class WorkloadCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         names = (["cluster"] if self.labelled else []) + LABELS
-        info = GaugeMetricFamily("wlmap_workload_info", "One series per workload the model holds: its definition",
-                                 labels=names + ["definition"])
-        phase = GaugeMetricFamily("wlmap_workload_phase", "1 for the workload's current phase, 0 for the others",
-                                  labels=names + ["phase"])
-        desired = GaugeMetricFamily("wlmap_workload_pods_desired", "Pods the workload wants (desired scale)",
-                                    labels=names)
-        ready = GaugeMetricFamily("wlmap_workload_pods_ready", "Pods owned by the workload whose Ready condition "
-                                                               "is True", labels=names)
-        requests = GaugeMetricFamily("wlmap_workload_resource_requests", "Resources the workload requests at its "
-                                     "desired scale (accelerators as a count, CPU in cores, memory in bytes)",
-                                     labels=names + ["resource"])
-        gpus = GaugeMetricFamily("wlmap_workload_gpus", "Whole GPU devices the workload requests at its desired "
-                                 "scale, every vendor (--gpu-resource; MIG slices are not whole devices)",
-                                 labels=names)
-        gang = GaugeMetricFamily("wlmap_workload_gang_min_available", "The gang minimum (pods that must start "
-                                 "together), for definitions with gang instructions", labels=names)
+        info = GaugeMetricFamily(
+            "wlmap_workload_info",
+            "One series per workload the model holds: its definition",
+            labels=names + ["definition"],
+        )
+        phase = GaugeMetricFamily(
+            "wlmap_workload_phase", "1 for the workload's current phase, 0 for the others", labels=names + ["phase"]
+        )
+        desired = GaugeMetricFamily(
+            "wlmap_workload_pods_desired", "Pods the workload wants (desired scale)", labels=names
+        )
+        ready = GaugeMetricFamily(
+            "wlmap_workload_pods_ready", "Pods owned by the workload whose Ready condition is True", labels=names
+        )
+        requests = GaugeMetricFamily(
+            "wlmap_workload_resource_requests",
+            "Resources the workload requests at its "
+            "desired scale (accelerators as a count, CPU in cores, memory in bytes)",
+            labels=names + ["resource"],
+        )
+        gpus = GaugeMetricFamily(
+            "wlmap_workload_gpus",
+            "Whole GPU devices the workload requests at its desired "
+            "scale, every vendor (--gpu-resource; MIG slices are not whole devices)",
+            labels=names,
+        )
+        gang = GaugeMetricFamily(
+            "wlmap_workload_gang_min_available",
+            "The gang minimum (pods that must start together), for definitions with gang instructions",
+            labels=names,
+        )
         rows = self._rows if self._rows is not None else (self.model.rows() if self.model is not None else [])
         for row, facts in rows:
             w = row["workload"]
-            labels = ([str(row.get("cluster") or "")] if self.labelled else []) + [str(w.get("namespace") or ""), str(w.get("apiVersion") or "").rpartition("/")[0],
-                      str(w.get("kind") or ""), str(w.get("name") or "")]
+            labels = ([str(row.get("cluster") or "")] if self.labelled else []) + [
+                str(w.get("namespace") or ""),
+                str(w.get("apiVersion") or "").rpartition("/")[0],
+                str(w.get("kind") or ""),
+                str(w.get("name") or ""),
+            ]
             info.add_metric(labels + [str(row.get("definition") or "")], 1)
             current = row.get("phase")
             for p in PHASES:
@@ -104,9 +132,15 @@ def requested(facts: dict[str, Any] | None) -> list[tuple[str, float]]:
     return out
 
 
-FAMILIES = ["wlmap_workload_info", "wlmap_workload_phase", "wlmap_workload_pods_desired",
-            "wlmap_workload_pods_ready", "wlmap_workload_resource_requests", "wlmap_workload_gpus",
-            "wlmap_workload_gang_min_available"]
+FAMILIES = [
+    "wlmap_workload_info",
+    "wlmap_workload_phase",
+    "wlmap_workload_pods_desired",
+    "wlmap_workload_pods_ready",
+    "wlmap_workload_resource_requests",
+    "wlmap_workload_gpus",
+    "wlmap_workload_gang_min_available",
+]
 
 
 class WorkloadMetrics:

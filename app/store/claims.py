@@ -45,6 +45,7 @@ OnChange = Callable[[dict[str, int], set[str]], Awaitable[None]]
 def lease_name(group: str, kind: str, key: str) -> str:
     """A valid Lease name (a DNS subdomain, here ≤ 63 characters) for any text: a readable
     sanitised part plus a short hash of the text itself, so that two texts never share one."""
+
     def slug(s: str, n: int) -> str:
         return re.sub(r"[^a-z0-9]+", "-", s.lower())[:n].strip("-")
 
@@ -59,9 +60,18 @@ def _score(unit: str, shard: str) -> int:
 class Claims:
     """This shard's share of the units: a unit is a cluster name, or "cluster#bucket"."""
 
-    def __init__(self, kube: Kube, namespace: str, *, identity: str | None = None,
-                 lease_seconds: int = 15, renew: float = 5.0, retry: float = 2.0,
-                 group: str = "workload-map", deadline: float | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        *,
+        identity: str | None = None,
+        lease_seconds: int = 15,
+        renew: float = 5.0,
+        retry: float = 2.0,
+        group: str = "workload-map",
+        deadline: float | None = None,
+    ):
         if not _LABEL_VALUE.match(group):
             raise ValueError(f"claims group {group!r}: must be a valid label value")
         self.kube, self.namespace, self.group = kube, namespace, group
@@ -82,9 +92,15 @@ class Claims:
         self._sightings = Sightings()
         self._said: set[str] = set()  # errors already logged (a lasting one is said once)
         self._erred = False  # an error in this look
-        self._me = LeaseLock(kube, namespace, lease_name(group, "shard", self.identity), self.identity,
-                             lease_seconds=lease_seconds, sightings=self._sightings,
-                             labels={GROUP_LABEL: group, KIND_LABEL: "shard"})
+        self._me = LeaseLock(
+            kube,
+            namespace,
+            lease_name(group, "shard", self.identity),
+            self.identity,
+            lease_seconds=lease_seconds,
+            sightings=self._sightings,
+            labels={GROUP_LABEL: group, KIND_LABEL: "shard"},
+        )
         self._locks: dict[str, LeaseLock] = {}  # unit -> its Lease, for the units assigned to us
 
     # -- the interface ----------------------------------------------------------------------
@@ -149,12 +165,21 @@ class Claims:
             try:
                 await self.kube.request("DELETE", LEASES.path(self.namespace, self._me.name), timeout=3)
             except (TimeoutError, KubeError) as e:
-                log.warning("claims: could not delete shard Lease %s (%s); it expires in %d s", self._me.name, e,
-                            self.lease_seconds)
+                log.warning(
+                    "claims: could not delete shard Lease %s (%s); it expires in %d s",
+                    self._me.name,
+                    e,
+                    self.lease_seconds,
+                )
 
     def status(self) -> dict[str, Any]:
-        return {"identity": self.identity, "group": self.group, "live": list(self.live),
-                "owned": dict(sorted(self.owned.items())), "assignment": dict(sorted(self.assignment.items()))}
+        return {
+            "identity": self.identity,
+            "group": self.group,
+            "live": list(self.live),
+            "owned": dict(sorted(self.owned.items())),
+            "assignment": dict(sorted(self.assignment.items())),
+        }
 
     @staticmethod
     def assign(units: Iterable[str], shards: Iterable[str]) -> dict[str, str]:
@@ -223,9 +248,15 @@ class Claims:
             lock = self._locks.get(unit)
             if lock is None:
                 lock = self._locks[unit] = LeaseLock(
-                    self.kube, self.namespace, lease_name(self.group, "unit", unit), self.identity,
-                    lease_seconds=self.lease_seconds, sightings=self._sightings,
-                    labels={GROUP_LABEL: self.group, KIND_LABEL: "unit"}, annotations={UNIT_ANNOTATION: unit})
+                    self.kube,
+                    self.namespace,
+                    lease_name(self.group, "unit", unit),
+                    self.identity,
+                    lease_seconds=self.lease_seconds,
+                    sightings=self._sightings,
+                    labels={GROUP_LABEL: self.group, KIND_LABEL: "unit"},
+                    annotations={UNIT_ANNOTATION: unit},
+                )
             current = by_name.get(lock.name)
             if unit in self.owned and not self._due(lock):
                 if current is None or holder_of(current) != self.identity:
@@ -259,8 +290,11 @@ class Claims:
 
     async def _delete_dead(self, shard_lease: dict[str, Any]) -> None:
         meta = shard_lease.get("metadata") or {}
-        body = {"apiVersion": "v1", "kind": "DeleteOptions",
-                "preconditions": {"resourceVersion": meta.get("resourceVersion")}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"resourceVersion": meta.get("resourceVersion")},
+        }
         try:
             await self.kube.request("DELETE", LEASES.path(self.namespace, meta.get("name")), body=body)
             log.info("claims: deleted the Lease of dead shard %s", holder_of(shard_lease))

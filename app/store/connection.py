@@ -15,8 +15,13 @@ COMMAND_TIMEOUT = 5.0
 
 
 def connect(url: str, password: str | None = None, *, timeout: float = COMMAND_TIMEOUT) -> aioredis.Redis:
-    kwargs: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": min(timeout, 3.0),
-                              "health_check_interval": 15, "decode_responses": False, "max_connections": 64}
+    kwargs: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": min(timeout, 3.0),
+        "health_check_interval": 15,
+        "decode_responses": False,
+        "max_connections": 64,
+    }
     if password:
         kwargs["password"] = password  # used when the URL names none (redis-py: the URL's wins)
     return aioredis.from_url(url, **kwargs)

@@ -11,8 +11,7 @@ class StoreUnavailable(Exception):
     def __init__(self, cause: BaseException | None = None):
         self.cause = cause
         why = f": {type(cause).__name__}" + (f" ({cause})" if str(cause) else "") if cause is not None else ""
-        super().__init__(f"the shared store (--store) does not answer{why}; no answer is given rather than a "
-                         "stale one")
+        super().__init__(f"the shared store (--store) does not answer{why}; no answer is given rather than a stale one")
 
 
 class AnswerPending(Exception):

@@ -53,12 +53,21 @@ class StoreLog:
         try:
             return keys.id_to_seq(token)
         except ValueError:
-            raise TokenError(400 if "-" in token or token.isdigit() else 410,
-                             f"malformed resume token {token!r}" if "-" in token or token.isdigit() else
-                             "the resume token was not issued by a replica of this store; list again") from None
+            raise TokenError(
+                400 if "-" in token or token.isdigit() else 410,
+                f"malformed resume token {token!r}"
+                if "-" in token or token.isdigit()
+                else "the resume token was not issued by a replica of this store; list again",
+            ) from None
 
-    def publish(self, type_: str, key: tuple[str, str, str, str], obj: Any, resource: tuple[str, str],
-                cluster: str | None = None) -> Event:
+    def publish(
+        self,
+        type_: str,
+        key: tuple[str, str, str, str],
+        obj: Any,
+        resource: tuple[str, str],
+        cluster: str | None = None,
+    ) -> Event:
         """An event of this process only (the fleet's cluster items): it takes the current token."""
         ev = Event(self.seq, type_, key, obj, resource, cluster, local=True)
         for sub in list(self.subscribers):
@@ -78,8 +87,11 @@ class StoreLog:
 
     def since(self, seq: int) -> list[Event]:
         if seq < self.first:
-            raise TokenError(410, "the resume token is from before the store's oldest change (it keeps the last "
-                                  "--store-stream-length changes, and none from before it restarted); list again")
+            raise TokenError(
+                410,
+                "the resume token is from before the store's oldest change (it keeps the last "
+                "--store-stream-length changes, and none from before it restarted); list again",
+            )
         if seq == self.seq:
             return []
         oldest = self.ring[0].seq if self.ring else self.seq + 1
@@ -141,7 +153,7 @@ class StoreHub:
                 self.connected, self.error = True, None
                 backoff.reset()
                 await self._follow(stop)
-            except Exception as e:  # noqa: BLE001 - whatever stops the mirror, reads must not go on as fresh
+            except Exception as e:
                 if isinstance(e, ERRORS):
                     if self.connected:
                         log.warning("store: lost (%s); reads answer 503 until it is back", type(e).__name__)
@@ -197,7 +209,7 @@ class StoreHub:
             got = await p.execute()
         sec, usec = got[0]
         self.now_ms = int(sec) * 1000 + int(usec) // 1000
-        self.meta = {u: {k.decode(): v.decode() for k, v in m.items()} for u, m in zip(units, got[1:])}
+        self.meta = {u: {k.decode(): v.decode() for k, v in m.items()} for u, m in zip(units, got[1:], strict=False)}
         new = [u for u in units if u not in self.loaded_units]
         if new:  # a cluster registered since the load (a new Secret)
             await self._load_units(new)
@@ -251,8 +263,8 @@ class StoreHub:
             for u, fields in due.items():
                 p.hmget(keys.key(u, "facts"), fields)
             got = await p.execute()
-        for (u, fields), values in zip(due.items(), got):
-            for f, v in zip(fields, values):
+        for (u, fields), values in zip(due.items(), got, strict=False):
+            for f, v in zip(fields, values, strict=False):
                 if v is not None and f in self.rows.get(u, {}):
                     self.facts.setdefault(u, {})[f] = orjson.loads(v)
 
@@ -260,8 +272,11 @@ class StoreHub:
         """Events after `seq`, read from the store's stream (410 when it no longer reaches back)."""
         first = await self.redis.xrange(keys.STREAM, "-", "+", count=1)
         if not first or keys.id_to_seq(first[0][0]) > seq:
-            raise TokenError(410, "the resume token is too old (the store keeps the last --store-stream-length "
-                                  "changes, and none from before it restarted); list again")
+            raise TokenError(
+                410,
+                "the resume token is too old (the store keeps the last --store-stream-length "
+                "changes, and none from before it restarted); list again",
+            )
         out: list[Event] = []
         start = "(" + keys.seq_to_id(seq)
         end = keys.seq_to_id(self.log.seq)

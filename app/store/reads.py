@@ -39,8 +39,15 @@ from .shard import STALE
 
 
 class StoreModel(Reader):
-    def __init__(self, hub: StoreHub, name: str, registry: Callable[[], Registry], interpret: Interpret,
-                 labelled: bool, server: str | None = None):
+    def __init__(
+        self,
+        hub: StoreHub,
+        name: str,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+        labelled: bool,
+        server: str | None = None,
+    ):
         self.hub, self.name, self.registry, self.interpret = hub, name, registry, interpret
         self.server = server
         self.cluster = name if labelled else None
@@ -94,14 +101,17 @@ class StoreModel(Reader):
         observed = [m.get("observedAt") or "" for m in metas]
         rvs = [m.get("resourceVersion") or "" for m in metas]
         rv = rvs[0] if len(rvs) == 1 else None
-        return {"source": "store", "resourceVersion": rv or None,
-                "observedAt": min(o for o in observed if o) if any(observed) else now_iso(None),
-                "watching": watching}
+        return {
+            "source": "store",
+            "resourceVersion": rv or None,
+            "observedAt": min(o for o in observed if o) if any(observed) else now_iso(None),
+            "watching": watching,
+        }
 
     def error(self) -> str | None:
         if not self.hub.connected:
             return f"the store does not answer ({self.hub.error})"
-        for u, m in zip(self.units, self._metas()):
+        for u, m in zip(self.units, self._metas(), strict=False):
             if not m:
                 return f"no shard has written {u} yet"
             if self._stale(m):
@@ -117,17 +127,35 @@ class StoreModel(Reader):
 
     def status(self) -> dict[str, Any]:
         units = []
-        for u, m in zip(self.units, self._metas()):
+        for u, m in zip(self.units, self._metas(), strict=False):
             beat = int(m.get("heartbeat") or 0)
-            units.append({"unit": u, "owner": m.get("owner"), "epoch": int(m.get("epoch") or 0),
-                          "synced": m.get("synced") == "1", "watching": m.get("watching") == "1",
-                          "heartbeatAge": round((self.hub.now_ms - beat) / 1000, 1) if beat else None,
-                          "rows": len(self.hub.rows.get(u, {})), "error": m.get("error") or None})
-        return {"enabled": True, "source": "store", **({"cluster": self.cluster} if self.cluster else {}),
-                "synced": self.synced, "server": self.server, "storeConnected": self.hub.connected,
-                "startedAt": now_iso(self.started_at), "pending": 0,
-                "units": units, "workloads": sum(x["rows"] for x in units), "namespaces": self.namespaces,
-                "resumeToken": self.events.token(), "freshness": self.freshness()}
+            units.append(
+                {
+                    "unit": u,
+                    "owner": m.get("owner"),
+                    "epoch": int(m.get("epoch") or 0),
+                    "synced": m.get("synced") == "1",
+                    "watching": m.get("watching") == "1",
+                    "heartbeatAge": round((self.hub.now_ms - beat) / 1000, 1) if beat else None,
+                    "rows": len(self.hub.rows.get(u, {})),
+                    "error": m.get("error") or None,
+                }
+            )
+        return {
+            "enabled": True,
+            "source": "store",
+            **({"cluster": self.cluster} if self.cluster else {}),
+            "synced": self.synced,
+            "server": self.server,
+            "storeConnected": self.hub.connected,
+            "startedAt": now_iso(self.started_at),
+            "pending": 0,
+            "units": units,
+            "workloads": sum(x["rows"] for x in units),
+            "namespaces": self.namespaces,
+            "resumeToken": self.events.token(),
+            "freshness": self.freshness(),
+        }
 
     # -- what the shards watch ----------------------------------------------------------------
     @property
@@ -193,7 +221,7 @@ class StoreModel(Reader):
         (obj,) = await self._hget(found, "obj")
         if obj is None:
             raise _answer_pending(found)
-        return orjson.loads(inflate(obj))  # type: ignore[no-any-return]
+        return orjson.loads(inflate(obj))
 
     async def _hget(self, found: Found, *fields: str) -> list[bytes | None]:
         unit, field = found.item
@@ -205,8 +233,17 @@ class StoreModel(Reader):
         except ERRORS as e:
             raise StoreUnavailable(e) from None
 
-    async def describe(self, namespace: str, name: str, kind: str | None = None, api_version: str | None = None,
-                       *, with_pods: bool = True, allow: Allow, freshness: bool = True) -> bytes:
+    async def describe(
+        self,
+        namespace: str,
+        name: str,
+        kind: str | None = None,
+        api_version: str | None = None,
+        *,
+        with_pods: bool = True,
+        allow: Allow,
+        freshness: bool = True,
+    ) -> bytes:
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         if with_pods:
             live, diag = await self._hget(found, "live", "diag")
@@ -224,8 +261,15 @@ class StoreModel(Reader):
         return enveloped(body, self.cluster, self.freshness() if freshness else None)
 
     async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
-        return await summarize(self.kinds.values(), (row for row, _ in self.rows()), namespace, kind, allow,
-                               self.namespaces, self.freshness())
+        return await summarize(
+            self.kinds.values(),
+            (row for row, _ in self.rows()),
+            namespace,
+            kind,
+            allow,
+            self.namespaces,
+            self.freshness(),
+        )
 
     # -- single-workload stream tokens: stateless, so any replica resumes them ------------------
     def sent_token(self, key: tuple[str, str, str, str], digest: bytes) -> str:
@@ -235,8 +279,9 @@ class StoreModel(Reader):
         sid, sep, rest = token.partition("~")
         self.events.parse(sid)
         if not sep or len(rest) < 8 or rest[:8] != _key_hash(key):
-            raise TokenError(410, "the resume token was issued for another workload (or by another kind of "
-                                  "service); read it again")
+            raise TokenError(
+                410, "the resume token was issued for another workload (or by another kind of service); read it again"
+            )
         try:
             return bytes.fromhex(rest[8:])
         except ValueError:

@@ -96,8 +96,14 @@ class ClusterPart:
         if self.stop.is_set():
             return
         assert self.member.kube is not None
-        m = LiveModel(self.member.kube, s.registry, s.interpret, namespaces=s.namespaces,
-                      cluster=self.name if s.labelled else None, events=EventLog(history=1000))
+        m = LiveModel(
+            self.member.kube,
+            s.registry,
+            s.interpret,
+            namespaces=s.namespaces,
+            cluster=self.name if s.labelled else None,
+            events=EventLog(history=1000),
+        )
         owned = set(self.epochs)
         if s.buckets > 1:
             m.namespace_filter = lambda ns: keys.bucket_of(ns, s.buckets) in owned
@@ -111,8 +117,9 @@ class ClusterPart:
         m.warm_ahead = False  # answers are computed for the store, as they change
         self.model = m
         for b, epoch in self.epochs.items():
-            self.writers[b] = UnitWriter(s.redis, keys.unit_name(self.name, b, s.buckets), self.name, s.identity,
-                                         epoch, s.maxlen)
+            self.writers[b] = UnitWriter(
+                s.redis, keys.unit_name(self.name, b, s.buckets), self.name, s.identity, epoch, s.maxlen
+            )
         m.start(self.stop)
         backoff = Backoff(base=0.5, cap=10.0)
         last_beat = 0.0
@@ -140,12 +147,15 @@ class ClusterPart:
                     await sleep_or_stop(self.stop, backoff.next())
                     continue
                 except ERRORS as e:
-                    log.warning("cluster %s: the store does not answer (%s); resyncing when it does", self.name,
-                                type(e).__name__)
+                    log.warning(
+                        "cluster %s: the store does not answer (%s); resyncing when it does",
+                        self.name,
+                        type(e).__name__,
+                    )
                     self.need_resync = True
                     await sleep_or_stop(self.stop, backoff.next())
                     continue
-                except Exception:  # noqa: BLE001 - the unit stays owned: keep it written, from scratch
+                except Exception:
                     log.exception("cluster %s: writing to the store failed; resyncing", self.name)
                     self.need_resync = True
                     await sleep_or_stop(self.stop, backoff.next())
@@ -171,18 +181,31 @@ class ClusterPart:
     def _meta(self, m: LiveModel) -> Ops:
         o = Ops()
         fresh = m.freshness()
-        kinds = [[kw.resource.group, kw.resource.version, kw.resource.kind, kw.resource.plural,
-                  kw.resource.namespaced, kw.definition.name] for kw in m.kinds.values() if kw.definition is not None]
-        for f, v in (("synced", b"1" if m.synced and not self.need_resync else b"0"),
-                     ("watching", b"1" if fresh["watching"] and not self.need_resync else b"0"),
-                     ("observedAt", fresh["observedAt"]),
-                     *((("resourceVersion", str(m.applied_rv)),) if m.applied_rv is not None and not self.pending
-                       else ()),
-                     # the kinds once listed: a new owner's model knows none before its first sync,
-                     # and readers find workloads by them (the previous owner's stay meanwhile)
-                     *((("kinds", orjson.dumps(kinds)),) if m.synced else ()), ("error", m.error() or ""),
-                     *((("everSynced", b"1"),) if m.synced and not self.need_resync else ()),
-                     ("namespaces", orjson.dumps(m.namespaces)), ("buckets", str(self.shard.buckets))):
+        kinds = [
+            [
+                kw.resource.group,
+                kw.resource.version,
+                kw.resource.kind,
+                kw.resource.plural,
+                kw.resource.namespaced,
+                kw.definition.name,
+            ]
+            for kw in m.kinds.values()
+            if kw.definition is not None
+        ]
+        for f, v in (
+            ("synced", b"1" if m.synced and not self.need_resync else b"0"),
+            ("watching", b"1" if fresh["watching"] and not self.need_resync else b"0"),
+            ("observedAt", fresh["observedAt"]),
+            *((("resourceVersion", str(m.applied_rv)),) if m.applied_rv is not None and not self.pending else ()),
+            # the kinds once listed: a new owner's model knows none before its first sync,
+            # and readers find workloads by them (the previous owner's stay meanwhile)
+            *((("kinds", orjson.dumps(kinds)),) if m.synced else ()),
+            ("error", m.error() or ""),
+            *((("everSynced", b"1"),) if m.synced and not self.need_resync else ()),
+            ("namespaces", orjson.dumps(m.namespaces)),
+            ("buckets", str(self.shard.buckets)),
+        ):
             o.hset("meta", f, v)
         return o
 
@@ -218,8 +241,12 @@ class ClusterPart:
         for o in ops.values():
             self._meta_into(o, m)
         await self._write(ops, beat=True)
-        log.info("cluster %s: store units %s in step with the model (%d rows)", self.name,
-                 ",".join(w.unit for w in self.writers.values()), sum(len(c) for c in current.values()))
+        log.info(
+            "cluster %s: store units %s in step with the model (%d rows)",
+            self.name,
+            ",".join(w.unit for w in self.writers.values()),
+            sum(len(c) for c in current.values()),
+        )
 
     def _meta_into(self, o: Ops, m: LiveModel) -> None:
         self.need_resync = False  # (the meta says synced once this write lands)
@@ -230,15 +257,19 @@ class ClusterPart:
         kw = m.kinds.get((group, kind))
         return f"{group}|{kw.resource.plural}" if kw is not None else f"{group}|"
 
-    def _row(self, o: Ops, b: int, type_: str, field: str, row: dict[str, Any], facts: dict[str, Any] | None,
-             resource: str) -> None:
+    def _row(
+        self, o: Ops, b: int, type_: str, field: str, row: dict[str, Any], facts: dict[str, Any] | None, resource: str
+    ) -> None:
         data = orjson.dumps(row)
         held = self.known[b].get(field)
         if held == data:
             return
         o.hset("rows", field, data)
-        slim = {"result": {"totals": (facts.get("result") or {}).get("totals")}, "gangMin": facts.get("gangMin")} \
-            if facts else None
+        slim = (
+            {"result": {"totals": (facts.get("result") or {}).get("totals")}, "gangMin": facts.get("gangMin")}
+            if facts
+            else None
+        )
         o.hset("facts", field, orjson.dumps(slim))
         o.xadd("ADDED" if held is None else "MODIFIED", field, data, resource)
         self.known[b][field] = data
@@ -271,8 +302,15 @@ class ClusterPart:
             st = m.states.get(uid)
             if field not in self.sigs[b]:
                 new.append(uid)
-            self._row(ops[b], b, ev.type, field, ev.object, st.facts if st is not None else None,
-                      f"{ev.resource[0]}|{ev.resource[1]}")
+            self._row(
+                ops[b],
+                b,
+                ev.type,
+                field,
+                ev.object,
+                st.facts if st is not None else None,
+                f"{ev.resource[0]}|{ev.resource[1]}",
+            )
         # A new workload's row goes out with its answer (a few ms later), so a reader who sees the
         # row can read the workload at once; every other row goes out now, answers after it.
         for uid in new:
@@ -302,7 +340,7 @@ class ClusterPart:
                 held = _held_rv(self.sigs[b0].get(keys.row_field(obj_.group, obj_.kind, obj_.namespace, obj_.name)))
         try:
             got = await m.export(uid, held)
-        except Exception as e:  # noqa: BLE001 - a workload that cannot be answered keeps its last answer
+        except Exception as e:
             if getattr(e, "status", None) == 503:
                 self.pending[uid] = None  # no evaluation worker was free: later
             return
@@ -328,9 +366,19 @@ class ClusterPart:
 
 
 class Shard:
-    def __init__(self, fleet: Fleet, redis: Any, claims: Claims, registry: Callable[[], Registry],
-                 interpret: Interpret, *, buckets: int = 1, maxlen: int = 100000,
-                 namespaces: list[str] | None = None, labelled: bool = False):
+    def __init__(
+        self,
+        fleet: Fleet,
+        redis: Any,
+        claims: Claims,
+        registry: Callable[[], Registry],
+        interpret: Interpret,
+        *,
+        buckets: int = 1,
+        maxlen: int = 100000,
+        namespaces: list[str] | None = None,
+        labelled: bool = False,
+    ):
         self.fleet, self.redis, self.claims = fleet, redis, claims
         self.registry, self.interpret = registry, interpret
         self.buckets, self.maxlen, self.namespaces, self.labelled = buckets, maxlen, namespaces, labelled
@@ -360,8 +408,9 @@ class Shard:
         async with self._lock:
             touched = {keys.split_unit(u)[0] for u in [*acquired, *released]}
             for name in touched:
-                owned = {keys.split_unit(u)[1]: e for u, e in self.claims.owned.items()
-                         if keys.split_unit(u)[0] == name}
+                owned = {
+                    keys.split_unit(u)[1]: e for u, e in self.claims.owned.items() if keys.split_unit(u)[0] == name
+                }
                 part = self.parts.pop(name, None)
                 if part is not None:
                     await part.close()
@@ -373,8 +422,18 @@ class Shard:
                     p.start()
 
     def status(self) -> dict[str, Any]:
-        return {"identity": self.identity, "claims": self.claims.status(), "startedAt": now_iso(self.started_at),
-                "clusters": {name: {"buckets": sorted(p.epochs), "synced": not p.need_resync,
-                                    "pendingAnswers": len(p.pending), "writes": p.writes,
-                                    "model": p.model.status() if p.model is not None else None}
-                             for name, p in sorted(self.parts.items())}}
+        return {
+            "identity": self.identity,
+            "claims": self.claims.status(),
+            "startedAt": now_iso(self.started_at),
+            "clusters": {
+                name: {
+                    "buckets": sorted(p.epochs),
+                    "synced": not p.need_resync,
+                    "pendingAnswers": len(p.pending),
+                    "writes": p.writes,
+                    "model": p.model.status() if p.model is not None else None,
+                }
+                for name, p in sorted(self.parts.items())
+            },
+        }

@@ -100,8 +100,9 @@ class UnitWriter:
     def __init__(self, redis: aioredis.Redis, unit: str, cluster: str, owner: str, epoch: int, maxlen: int):
         self.redis, self.unit, self.cluster = redis, unit, cluster
         self.owner, self.epoch, self.maxlen = owner, str(epoch), maxlen
-        self.keys = [keys.key(unit, "meta"), keys.STREAM] + [keys.key(unit, f) for f in
-                                                               ("rows", "facts", "obj", "live", "diag", "sig")]
+        self.keys = [keys.key(unit, "meta"), keys.STREAM] + [
+            keys.key(unit, f) for f in ("rows", "facts", "obj", "live", "diag", "sig")
+        ]
         self._write = redis.register_script(_WRITE)
         self._claim = redis.register_script(_CLAIM)
 
@@ -111,8 +112,9 @@ class UnitWriter:
 
     async def write(self, ops: Ops) -> int:
         """Apply `ops` (an empty one is a heartbeat); Fenced when this shard no longer owns the unit."""
-        n = await self._write(keys=self.keys, args=[self.owner, self.epoch, self.maxlen, self.unit, self.cluster,
-                                                    *ops.args])
+        n = await self._write(
+            keys=self.keys, args=[self.owner, self.epoch, self.maxlen, self.unit, self.cluster, *ops.args]
+        )
         if int(n) < 0:
             raise Fenced(f"unit {self.unit}: the store names another owner (or lost its data)")
         return int(n)

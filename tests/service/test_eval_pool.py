@@ -66,7 +66,7 @@ QUICK = _definition(".spec.workers", "quick")
 def test_a_cancelled_evaluation_does_not_hand_its_stale_reply_to_the_next_caller() -> None:
     """Cancelled while its worker computes (a client gone, a model closed): the reply it leaves
     in the pipe must never reach the next caller, and the pool must keep serving."""
-    slow = _definition("0 | until(. >= 300000; . + 1)", "slow")  # finishes, but not at once
+    slow = _definition("0 | until(. >= 2000000; . + 1)", "slow")  # ~2 s: finishes, but well after the cancel
 
     async def scenario(pool: Any) -> None:
         job = asyncio.ensure_future(pool.interpret(slow, _task("first"), None))

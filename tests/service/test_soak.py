@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.soak
 def test_short_soak_has_no_errors(tmp_path: Path) -> None:
     if shutil.which("wrk") is None:
         pytest.fail("wrk is not installed (make test installs it)")

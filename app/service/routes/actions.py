@@ -25,25 +25,64 @@ ROUTE_DOC = """Applies the workload's definition's `suspendDefinition` ({which}A
 
 def _add(which: str) -> None:
     """POST /workloads/{ns}/{name}/<which> and its /clusters/{cluster}/... twin."""
-    async def one(namespace: str, name: str, request: Request, service: ServiceDep, kind: str | None = None,
-                  apiVersion: str | None = None, pods: bool = True, cluster: str | None = None) -> Response:
-        return Response(await suspend_or_resume(service, request.scope["state"], which, cluster, namespace, name,
-                                                kind, apiVersion, pods), media_type=JSON)
 
-    async def in_cluster(cluster: str, namespace: str, name: str, request: Request, service: ServiceDep,
-                         kind: str | None = None, apiVersion: str | None = None, pods: bool = True) -> Response:
-        return Response(await suspend_or_resume(service, request.scope["state"], which, cluster, namespace, name,
-                                                kind, apiVersion, pods), media_type=JSON)
+    async def one(
+        namespace: str,
+        name: str,
+        request: Request,
+        service: ServiceDep,
+        kind: str | None = None,
+        apiVersion: str | None = None,
+        pods: bool = True,
+        cluster: str | None = None,
+    ) -> Response:
+        return Response(
+            await suspend_or_resume(
+                service, request.scope["state"], which, cluster, namespace, name, kind, apiVersion, pods
+            ),
+            media_type=JSON,
+        )
+
+    async def in_cluster(
+        cluster: str,
+        namespace: str,
+        name: str,
+        request: Request,
+        service: ServiceDep,
+        kind: str | None = None,
+        apiVersion: str | None = None,
+        pods: bool = True,
+    ) -> Response:
+        return Response(
+            await suspend_or_resume(
+                service, request.scope["state"], which, cluster, namespace, name, kind, apiVersion, pods
+            ),
+            media_type=JSON,
+        )
 
     doc = ROUTE_DOC.format(which=which)
-    router.add_api_route(f"/workloads/{{namespace}}/{{name}}/{which}", one, methods=["POST"],
-                         operation_id=f"{which}Workload", response_model=ActedInterpretation, responses=PROBLEMS,
-                         tags=["workloads"], description=doc,
-                         summary=f"{which.capitalize()} a workload through its definition (--actions true)")
-    router.add_api_route(f"/clusters/{{cluster}}/workloads/{{namespace}}/{{name}}/{which}", in_cluster,
-                         methods=["POST"], operation_id=f"{which}ClusterWorkload", response_model=ActedInterpretation,
-                         responses=PROBLEMS, tags=["clusters"], description=doc,
-                         summary=f"{which.capitalize()} a workload of one cluster (--actions true)")
+    router.add_api_route(
+        f"/workloads/{{namespace}}/{{name}}/{which}",
+        one,
+        methods=["POST"],
+        operation_id=f"{which}Workload",
+        response_model=ActedInterpretation,
+        responses=PROBLEMS,
+        tags=["workloads"],
+        description=doc,
+        summary=f"{which.capitalize()} a workload through its definition (--actions true)",
+    )
+    router.add_api_route(
+        f"/clusters/{{cluster}}/workloads/{{namespace}}/{{name}}/{which}",
+        in_cluster,
+        methods=["POST"],
+        operation_id=f"{which}ClusterWorkload",
+        response_model=ActedInterpretation,
+        responses=PROBLEMS,
+        tags=["clusters"],
+        description=doc,
+        summary=f"{which.capitalize()} a workload of one cluster (--actions true)",
+    )
 
 
 for _which in ("suspend", "resume"):

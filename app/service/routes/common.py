@@ -10,11 +10,17 @@ from fastapi import Depends, Request
 from ..models import Problem
 from ..service import Service
 
-STREAM_RESPONSE: dict[str, Any] = {"description": "the answer; with watch=true a stream of events {type, object, id}",
-                   "content": {"text/event-stream": {"schema": {"type": "string"}},
-                               "application/json;stream=watch": {"schema": {"$ref": "#/components/schemas/WatchEvent"}}}}
-PROBLEMS: dict[int | str, dict[str, Any]] = {code: {"model": Problem, "content": {"application/problem+json": {}}} for code in
-            (400, 401, 403, 404, 409, 413, 415, 422, 500, 501, 503)}
+STREAM_RESPONSE: dict[str, Any] = {
+    "description": "the answer; with watch=true a stream of events {type, object, id}",
+    "content": {
+        "text/event-stream": {"schema": {"type": "string"}},
+        "application/json;stream=watch": {"schema": {"$ref": "#/components/schemas/WatchEvent"}},
+    },
+}
+PROBLEMS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "content": {"application/problem+json": {}}}
+    for code in (400, 401, 403, 404, 409, 413, 415, 422, 500, 501, 503)
+}
 
 
 def get_service(request: Request) -> Service:

@@ -20,8 +20,12 @@ from .common import PROBLEMS, ServiceDep
 router = APIRouter(tags=["definitions"])
 
 
-@router.get("/definitions", response_model=DefinitionList, operation_id="listDefinitions",
-            summary="Every definition: source, digest, state and findings")
+@router.get(
+    "/definitions",
+    response_model=DefinitionList,
+    operation_id="listDefinitions",
+    summary="Every definition: source, digest, state and findings",
+)
 async def list_definitions(service: ServiceDep) -> Response:
     sources: list[dict[str, Any]] = [{"name": "builtin", "state": "static"}]
     sources += [{"name": str(p), "state": "watching"} for p in service.store.folders]
@@ -33,17 +37,27 @@ async def list_definitions(service: ServiceDep) -> Response:
     return dumps({"items": service.store.summaries(), "sources": sources})
 
 
-@router.get("/definitions/{name}", operation_id="getDefinition", responses={
-    200: {"description": "the Karta (JSON, or YAML with Accept: application/yaml)",
-          "content": {JSON: {"schema": {"type": "object", "additionalProperties": True}},
-                      "application/yaml": {"schema": {"type": "string"}}}}, **PROBLEMS},
-    summary="One definition as served (the active one of that name)")
+@router.get(
+    "/definitions/{name}",
+    operation_id="getDefinition",
+    responses={
+        200: {
+            "description": "the Karta (JSON, or YAML with Accept: application/yaml)",
+            "content": {
+                JSON: {"schema": {"type": "object", "additionalProperties": True}},
+                "application/yaml": {"schema": {"type": "string"}},
+            },
+        },
+        **PROBLEMS,
+    },
+    summary="One definition as served (the active one of that name)",
+)
 async def get_definition(name: str, request: Request, service: ServiceDep, evaluation: bool = False) -> Response:
     """`evaluation=true`: how each expression is evaluated instead, natively (in Python, on
     the parsed object) or through libjq, and why not natively."""
     d = service.store.registry.by_name(name)
     if d is None:
-        raise ProblemError(404, "no-definition", "No definition", f"no Karta definition named \"{name}\"")
+        raise ProblemError(404, "no-definition", "No definition", f'no Karta definition named "{name}"')
     if evaluation:
         return dumps(evaluation_of(d))
     accept = request.headers.get("accept", "")
@@ -52,15 +66,30 @@ async def get_definition(name: str, request: Request, service: ServiceDep, evalu
     return dumps(d.raw)
 
 
-VALIDATE_BODY = {"required": True, "content": {
-    JSON: {"schema": {"anyOf": [{"type": "object", "additionalProperties": True},
-                                {"type": "array", "items": {"type": "object", "additionalProperties": True}}]}},
-    "application/yaml": {"schema": {"type": "string"}}}}
+VALIDATE_BODY = {
+    "required": True,
+    "content": {
+        JSON: {
+            "schema": {
+                "anyOf": [
+                    {"type": "object", "additionalProperties": True},
+                    {"type": "array", "items": {"type": "object", "additionalProperties": True}},
+                ]
+            }
+        },
+        "application/yaml": {"schema": {"type": "string"}},
+    },
+}
 
 
-@router.post("/definitions/validate", operation_id="validateDefinitions", response_model=ValidationResponse,
-             responses=PROBLEMS, summary="Validate definitions: every finding, in the reference wording",
-             openapi_extra={"requestBody": VALIDATE_BODY})
+@router.post(
+    "/definitions/validate",
+    operation_id="validateDefinitions",
+    response_model=ValidationResponse,
+    responses=PROBLEMS,
+    summary="Validate definitions: every finding, in the reference wording",
+    openapi_extra={"requestBody": VALIDATE_BODY},
+)
 async def validate_endpoint(request: Request) -> Response:
     docs = decode(await request.body(), media_type(request))
     if len(docs) == 1 and isinstance(docs[0], list):
@@ -72,8 +101,14 @@ async def validate_endpoint(request: Request) -> Response:
         except NotAKarta as e:
             raise ProblemError(422, "not-a-definition", "Not a Karta definition", str(e)) from None
         s = summary(d, "invalid" if not d.valid else "active")
-        items.append({"valid": d.valid, "name": d.name or None,
-                      "gvk": str(d.karta.root_gvk) if d.karta.root_gvk else None,
-                      "errors": s["errors"], "warnings": s["warnings"],
-                      "referenceText": reference_text(d.findings)})
+        items.append(
+            {
+                "valid": d.valid,
+                "name": d.name or None,
+                "gvk": str(d.karta.root_gvk) if d.karta.root_gvk else None,
+                "errors": s["errors"],
+                "warnings": s["warnings"],
+                "referenceText": reference_text(d.findings),
+            }
+        )
     return dumps({"items": items})

@@ -25,7 +25,15 @@ async def readyz(service: ServiceDep) -> Response:
         return Response(orjson.dumps({"status": "not ready", "detail": "starting"}), status_code=503, media_type=JSON)
     if not service.store.ready():
         waiting = [k for k, done in service.store.synced.items() if not done]
-        return Response(orjson.dumps({"status": "not ready", "definitions": served,
-                                      "detail": "waiting for the first sync of " + ", ".join(waiting)}),
-                        status_code=503, media_type=JSON)
+        return Response(
+            orjson.dumps(
+                {
+                    "status": "not ready",
+                    "definitions": served,
+                    "detail": "waiting for the first sync of " + ", ".join(waiting),
+                }
+            ),
+            status_code=503,
+            media_type=JSON,
+        )
     return dumps({"status": "ok", "definitions": served})

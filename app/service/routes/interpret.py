@@ -33,10 +33,15 @@ router = APIRouter(tags=["interpret"])
 INTERPRET_BODY = {
     "required": True,
     "content": {
-        JSON: {"schema": {"anyOf": [{"$ref": "#/components/schemas/InterpretRequest"},
-                                    {"$ref": "#/components/schemas/KubernetesObject"}]}},
-        "application/yaml": {"schema": {"type": "string", "description": "one manifest, or an envelope, "
-                                                                         "as YAML"}},
+        JSON: {
+            "schema": {
+                "anyOf": [
+                    {"$ref": "#/components/schemas/InterpretRequest"},
+                    {"$ref": "#/components/schemas/KubernetesObject"},
+                ]
+            }
+        },
+        "application/yaml": {"schema": {"type": "string", "description": "one manifest, or an envelope, as YAML"}},
     },
 }
 
@@ -47,27 +52,47 @@ async def interpret_endpoint(request: Request) -> Response:
     return dumps(await service.interpret_body(await request.body(), media_type(request), request.scope["state"]))
 
 
-router.add_api_route("/interpret", interpret_endpoint, methods=["POST"], route_class_override=DirectRoute,
-                     response_model=Interpretation, operation_id="interpret", responses=PROBLEMS,
-                     summary="Interpret one workload", openapi_extra={"requestBody": INTERPRET_BODY})
+router.add_api_route(
+    "/interpret",
+    interpret_endpoint,
+    methods=["POST"],
+    route_class_override=DirectRoute,
+    response_model=Interpretation,
+    operation_id="interpret",
+    responses=PROBLEMS,
+    summary="Interpret one workload",
+    openapi_extra={"requestBody": INTERPRET_BODY},
+)
 
 
-@router.post("/interpret/update", operation_id="interpretUpdate", response_model=UpdateResponse, responses=PROBLEMS,
-             summary="Write labels, a scheduler, tolerations... into every pod of a workload")
+@router.post(
+    "/interpret/update",
+    operation_id="interpretUpdate",
+    response_model=UpdateResponse,
+    responses=PROBLEMS,
+    summary="Write labels, a scheduler, tolerations... into every pod of a workload",
+)
 async def update_endpoint(req: UpdateRequest, request: Request, service: ServiceDep, apply: bool = False) -> Response:
     """Rewrites the object through its definition's pod paths and returns it with the RFC 6902
     patch that makes it.  `ref` reads the object with the caller's rights.  `apply=true` (with
     `ref`, and --actions true): the patch is applied, guarded by the resourceVersion read (409
     when the object changed since), with the caller's `patch` right; `applied` says so and
     `object` is the object as stored."""
-    return dumps(await update_doc(service, req.model_dump(by_alias=True, exclude_none=True),
-                                  request.scope["state"], apply))
+    return dumps(
+        await update_doc(service, req.model_dump(by_alias=True, exclude_none=True), request.scope["state"], apply)
+    )
 
 
-@router.post("/interpret/batch", operation_id="interpretBatch", response_model=BatchResponse, responses=PROBLEMS,
-             summary="Interpret many workloads; one bad item never fails the others")
-async def batch_endpoint(req: BatchRequest, request: Request, service: ServiceDep,
-                         groupBy: str | None = None) -> Response:
+@router.post(
+    "/interpret/batch",
+    operation_id="interpretBatch",
+    response_model=BatchResponse,
+    responses=PROBLEMS,
+    summary="Interpret many workloads; one bad item never fails the others",
+)
+async def batch_endpoint(
+    req: BatchRequest, request: Request, service: ServiceDep, groupBy: str | None = None
+) -> Response:
     """`totals` sums the items that interpreted with whole totals; the others (failed, or
     partial with `totals` null) count in `totals.failed`.  `groupBy=<label key>` adds
     `groups`: the items by that label's value on the workload, each with its totals."""
@@ -91,7 +116,9 @@ async def batch_endpoint(req: BatchRequest, request: Request, service: ServiceDe
     results = await asyncio.gather(*(one(n, i) for n, i in enumerate(req.items)))
     out: dict[str, Any] = {"items": results, "totals": sum_totals(map(item_totals, results))}
     if groupBy is not None:
-        values = [ls.get(groupBy) if isinstance(ls, dict) and isinstance(ls.get(groupBy), str) else None
-                  for ls in (r.labels for r in reads)]
+        values = [
+            ls.get(groupBy) if isinstance(ls, dict) and isinstance(ls.get(groupBy), str) else None
+            for ls in (r.labels for r in reads)
+        ]
         out["groups"] = group_totals(results, values)
     return dumps(out)

@@ -13,24 +13,41 @@ from .common import PROBLEMS, ServiceDep
 router = APIRouter(tags=["health"])
 
 
-@router.get("/metrics/workloads", operation_id="workloadMetrics", response_class=Response,
-            responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
-                             "description": "Prometheus text format: one set of series per workload"},
-                       **PROBLEMS})
+@router.get(
+    "/metrics/workloads",
+    operation_id="workloadMetrics",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+            "description": "Prometheus text format: one set of series per workload",
+        },
+        **PROBLEMS,
+    },
+)
 async def workload_metrics(request: Request, service: ServiceDep) -> Response:
     """Per-workload series from the live model (kube-state-metrics style).  With `--auth
     kubernetes` the caller needs `get` on the non-resource URL `/metrics/workloads`."""
     service.need_cluster("workload metrics")
     await service.auth.require_path(request.scope["state"], "/metrics/workloads")
     if not service.settings.cache:
-        raise ProblemError(400, "metrics-need-the-model", "Workload metrics need the live model",
-                           "this service reads the API server directly (--cache false)")
+        raise ProblemError(
+            400,
+            "metrics-need-the-model",
+            "Workload metrics need the live model",
+            "this service reads the API server directly (--cache false)",
+        )
     return Response(service.metrics_renderer().render(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/metrics", operation_id="metrics", response_class=Response,
-            responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
-                             "description": "Prometheus text format"}})
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}, "description": "Prometheus text format"}
+    },
+)
 async def metrics_endpoint(service: ServiceDep) -> Response:
     served, invalid = service.store.counts()
     service.metrics.definitions.labels("served").set(served)

@@ -40,21 +40,36 @@ class ListParams:
     def query(self, cluster: str | None) -> ListQuery | None:
         """The filters, order and page (None: none asked, the list as it always was); a continue
         token is good only for the namespace, kind and clusters it was made for."""
-        if all(v is None for v in (self.phase, self.labelSelector, self.minGpus, self.sort, self.limit,
-                                   self.continue_)):
+        if all(
+            v is None for v in (self.phase, self.labelSelector, self.minGpus, self.sort, self.limit, self.continue_)
+        ):
             return None
         try:
-            return parse_query(phase=self.phase, label_selector=self.labelSelector, min_gpus=self.minGpus,
-                               sort=self.sort, limit=self.limit, continue_=self.continue_,
-                               scope=(self.namespace, self.kind, cluster))
+            return parse_query(
+                phase=self.phase,
+                label_selector=self.labelSelector,
+                min_gpus=self.minGpus,
+                sort=self.sort,
+                limit=self.limit,
+                continue_=self.continue_,
+                scope=(self.namespace, self.kind, cluster),
+            )
         except QueryError as e:
             raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
 
 
-def list_params(namespace: str | None = None, kind: str | None = None, watch: bool = False,
-                resumeFrom: str | None = None, phase: str | None = None, labelSelector: str | None = None,
-                minGpus: int | None = None, sort: str | None = None, limit: int | None = None,
-                continue_: str | None = Query(None, alias="continue")) -> ListParams:
+def list_params(
+    namespace: str | None = None,
+    kind: str | None = None,
+    watch: bool = False,
+    resumeFrom: str | None = None,
+    phase: str | None = None,
+    labelSelector: str | None = None,
+    minGpus: int | None = None,
+    sort: str | None = None,
+    limit: int | None = None,
+    continue_: str | None = Query(None, alias="continue"),
+) -> ListParams:
     # resumeFrom is read by the stream from the request itself; declared here for the schema
     return ListParams(namespace, kind, watch, phase, labelSelector, minGpus, sort, limit, continue_)
 
@@ -88,61 +103,107 @@ LIST_DOC = """Top-level workloads (objects controlled by another known workload 
         ADDED / MODIFIED / DELETED event for every row that changes (phase, readiness, totals)."""
 
 
-async def one_workload(service: Service, request: Request, cluster: str | None, namespace: str, name: str,
-                       kind: str | None, apiVersion: str | None, pods: bool, watch: bool) -> Response:
+async def one_workload(
+    service: Service,
+    request: Request,
+    cluster: str | None,
+    namespace: str,
+    name: str,
+    kind: str | None,
+    apiVersion: str | None,
+    pods: bool,
+    watch: bool,
+) -> Response:
     service.need_cluster("live workloads")
     state = request.scope["state"]
     if cluster is None and service.fleet_mode:
         # no cluster named: the one cluster that holds it (the service's own is no default here,
         # so one name means one workload across the fleet, or a 409 naming the clusters)
-        member = await fleet_reads.find_in_fleet(service.members(None), namespace, name, kind, apiVersion,
-                                                 lambda m: service.auth.rights(state, m),
-                                                 lambda m: service.reader(m, kind, apiVersion, namespace))
+        member = await fleet_reads.find_in_fleet(
+            service.members(None),
+            namespace,
+            name,
+            kind,
+            apiVersion,
+            lambda m: service.auth.rights(state, m),
+            lambda m: service.reader(m, kind, apiVersion, namespace),
+        )
     else:
         member = service.member(cluster)
     if watch:
         try:
-            return await streams.workload_stream(service.streams, request, streams.need_model(member.model), namespace,
-                                                 name, kind, apiVersion, pods, service.auth.rights(state, member))
+            return await streams.workload_stream(
+                service.streams,
+                request,
+                streams.need_model(member.model),
+                namespace,
+                name,
+                kind,
+                apiVersion,
+                pods,
+                service.auth.rights(state, member),
+            )
         except LookupFailed as e:
             raise service.explained(e, namespace, name, kind) from None
     return await service.describe(member, namespace, name, kind, apiVersion, pods, state)
 
 
-async def workload_list(service: Service, request: Request, cluster: str | None, namespace: str | None,
-                        kind: str | None, watch: bool, query: ListQuery | None = None) -> Response:
+async def workload_list(
+    service: Service,
+    request: Request,
+    cluster: str | None,
+    namespace: str | None,
+    kind: str | None,
+    watch: bool,
+    query: ListQuery | None = None,
+) -> Response:
     state = request.scope["state"]
     if watch and query is not None and query.pages:
-        raise ProblemError(400, "paging-not-on-streams", "Streams are not paged",
-                           "sort, limit and continue apply to lists; a stream takes namespace, kind, phase, "
-                           "labelSelector and minGpus")
+        raise ProblemError(
+            400,
+            "paging-not-on-streams",
+            "Streams are not paged",
+            "sort, limit and continue apply to lists; a stream takes namespace, kind, phase, labelSelector and minGpus",
+        )
     if not service.fleet_mode and cluster is None:
         member = service.member(None)
         allow = service.auth.rights(state, member)
         try:
             if watch:
-                return await streams.list_stream(service.streams, request, streams.need_model(member.model),
-                                                 namespace or None, kind, allow, query)
+                return await streams.list_stream(
+                    service.streams, request, streams.need_model(member.model), namespace or None, kind, allow, query
+                )
             # taken before the read: a stream resumed from it replays any change the read
             # may already hold (harmless: events carry whole rows), and misses none
             resume = member.model.events.token() if member.model is not None else None
             result = await service.reader(member, kind, None, namespace or None).summaries(
-                namespace or None, kind, allow=allow)
+                namespace or None, kind, allow=allow
+            )
         except LookupFailed as e:
             raise lookup_problem(e) from None
     else:
         members = service.members(cluster)
         if watch:
-            return await streams.fleet_list_stream(service.streams, request,
-                                                   service.need_cluster("live workloads").fleet, [m.name for m in members] if cluster else None,
-                                                   namespace or None, kind,
-                                                   lambda m: service.auth.rights(state, m),
-                                                   service.auth.enabled, query)
+            return await streams.fleet_list_stream(
+                service.streams,
+                request,
+                service.need_cluster("live workloads").fleet,
+                [m.name for m in members] if cluster else None,
+                namespace or None,
+                kind,
+                lambda m: service.auth.rights(state, m),
+                service.auth.enabled,
+                query,
+            )
         fleet = service.need_cluster("live workloads").fleet
         resume = fleet.events.token() if all(m.model is not None for m in fleet.members.values()) else None
-        result = await fleet_reads.fleet_summaries(members, namespace or None, kind,
-                                                   lambda m: service.auth.rights(state, m),
-                                                   lambda m: service.reader(m, kind, None, namespace or None))
+        result = await fleet_reads.fleet_summaries(
+            members,
+            namespace or None,
+            kind,
+            lambda m: service.auth.rights(state, m),
+            lambda m: service.reader(m, kind, None, namespace or None),
+        )
     meta = {"resumeFrom": resume} if resume else {}
     if query is not None:
         result["items"], token = query.apply(result["items"])
@@ -154,24 +215,48 @@ async def workload_list(service: Service, request: Request, cluster: str | None,
     return dumps(result)
 
 
-@router.get("/workloads/{namespace}/{name}", operation_id="getWorkload", response_model=LiveInterpretation,
-            responses={**PROBLEMS, 200: STREAM_RESPONSE}, description=WORKLOAD_DOC,
-            summary="A live workload: interpretation plus its pods (or, with watch=true, a stream of it)")
-async def get_workload(namespace: str, name: str, request: Request, service: ServiceDep, kind: str | None = None,
-                       apiVersion: str | None = None, pods: bool = True, watch: bool = False,
-                       resumeFrom: str | None = None, cluster: str | None = None) -> Response:
+@router.get(
+    "/workloads/{namespace}/{name}",
+    operation_id="getWorkload",
+    response_model=LiveInterpretation,
+    responses={**PROBLEMS, 200: STREAM_RESPONSE},
+    description=WORKLOAD_DOC,
+    summary="A live workload: interpretation plus its pods (or, with watch=true, a stream of it)",
+)
+async def get_workload(
+    namespace: str,
+    name: str,
+    request: Request,
+    service: ServiceDep,
+    kind: str | None = None,
+    apiVersion: str | None = None,
+    pods: bool = True,
+    watch: bool = False,
+    resumeFrom: str | None = None,
+    cluster: str | None = None,
+) -> Response:
     return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch)
 
 
-@router.get("/workloads", operation_id="listWorkloads", response_model=WorkloadList, description=LIST_DOC,
-            responses={**PROBLEMS, 200: STREAM_RESPONSE},
-            summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)")
+@router.get(
+    "/workloads",
+    operation_id="listWorkloads",
+    response_model=WorkloadList,
+    description=LIST_DOC,
+    responses={**PROBLEMS, 200: STREAM_RESPONSE},
+    summary="One summary row per workload of every known kind (or, with watch=true, a stream of rows)",
+)
 async def list_workloads(request: Request, service: ServiceDep, p: ListDep, cluster: str | None = None) -> Response:
     return await workload_list(service, request, cluster, p.namespace, p.kind, p.watch, p.query(cluster))
 
 
-@router.get("/model", operation_id="getModel", response_model=ModelStatus, responses=PROBLEMS,
-            summary="The live model: sync state, watched kinds, objects held, freshness")
+@router.get(
+    "/model",
+    operation_id="getModel",
+    response_model=ModelStatus,
+    responses=PROBLEMS,
+    summary="The live model: sync state, watched kinds, objects held, freshness",
+)
 async def model_status(request: Request, service: ServiceDep, cluster: str | None = None) -> Response:
     """The model of the service's own cluster, or of `cluster`.  With `--auth kubernetes` the
     caller needs `get` on the non-resource URL `/model` (it names every watched kind, namespace
@@ -184,7 +269,9 @@ async def model_status(request: Request, service: ServiceDep, cluster: str | Non
             raise ProblemError(404, "cluster-not-found", "Cluster not found", f"no cluster named {cluster!r}")
     model = member.model if member is not None else None
     if model is None:
-        return dumps({"enabled": False, "synced": False,
-                      "reason": "no cluster" if member is None else "--cache false"})
-    return dumps(model.status() | {"definitionsSynced": service.store.ready(), "streams": dict(service.streams.open)}
-                 | ({"store": service.sharing.status()} if service.sharing is not None else {}))
+        return dumps({"enabled": False, "synced": False, "reason": "no cluster" if member is None else "--cache false"})
+    return dumps(
+        model.status()
+        | {"definitionsSynced": service.store.ready(), "streams": dict(service.streams.open)}
+        | ({"store": service.sharing.status()} if service.sharing is not None else {})
+    )
