@@ -63,289 +63,125 @@ def _resources(what: str) -> AfterValidator:
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    # The declaration reads as a table (a field, its help and checks, a line or three each): left as written.
+    # fmt: off
     host: Annotated[str, Opt("address to bind")] = "127.0.0.1"
     port: Annotated[int, Opt("port; a Kubernetes service link in WLMAP_PORT (tcp://...) is ignored")] = 8080
     workers: Annotated[int, Opt("HTTP worker processes (scale out with replicas instead)")] = 1
-    definitions: Annotated[
-        list[str],
-        Opt(
-            "definition folders, watched: an edit is served within ~1 s, an invalid edit keeps the last "
-            "good version (reported on GET /definitions, in metrics and logs)",
-            metavar="DIR",
-            sep=os.pathsep,
-        ),
-    ] = []
-    kubeconfig: Annotated[
-        str | None, Opt("kubeconfig for cluster features; in a pod the service account is used without it")
-    ] = None
-    namespace: Annotated[
-        str | None,
-        Opt(
-            "namespace of definition ConfigMaps, Leases and cluster Secrets",
-            default_text="the pod's namespace, else the kubeconfig context's, else default",
-        ),
-    ] = None
-    configmap_selector: Annotated[
-        str | None,
-        Opt("label selector of definition ConfigMaps", metavar="LABELS", default_text="workload-map.dev/definitions"),
-    ] = None
-    configmap_name: Annotated[
-        str | None, Opt("read definitions from this one ConfigMap instead of a selector", metavar="NAME")
-    ] = None
-    karta_resources: Annotated[
-        bool, Opt("also read Karta custom resources (kartas.run.ai) when that CRD is served")
-    ] = True
-    manage_kartas: Annotated[
-        bool,
-        Opt(
-            "write each Karta resource's status conditions, index labels and Events; "
-            "one replica at a time, elected with the Lease workload-map-karta-manager in --namespace"
-        ),
-    ] = False
-    auth: Annotated[
-        Literal["auto", "none", "kubernetes"],
-        Opt(
-            "request authorization: kubernetes = bearer token checked with TokenReview and SubjectAccessReview; "
-            "auto = kubernetes when running in a pod, else none"
-        ),
-    ] = "auto"
+    definitions: Annotated[list[str], Opt(
+        "definition folders, watched: an edit is served within ~1 s, an invalid edit keeps the last good version "
+        "(reported on GET /definitions, in metrics and logs)", metavar="DIR", sep=os.pathsep)] = []
+    kubeconfig: Annotated[str | None, Opt("kubeconfig for cluster features; in a pod the service account is used "
+                                          "without it")] = None
+    namespace: Annotated[str | None, Opt("namespace of definition ConfigMaps, Leases and cluster Secrets",
+                                         default_text="the pod's namespace, else the kubeconfig context's, "
+                                                      "else default")] = None
+    configmap_selector: Annotated[str | None, Opt("label selector of definition ConfigMaps", metavar="LABELS",
+                                                  default_text="workload-map.dev/definitions")] = None
+    configmap_name: Annotated[str | None, Opt("read definitions from this one ConfigMap instead of a selector",
+                                              metavar="NAME")] = None
+    karta_resources: Annotated[bool, Opt("also read Karta custom resources (kartas.run.ai) when that CRD is "
+                                         "served")] = True
+    manage_kartas: Annotated[bool, Opt(
+        "write each Karta resource's status conditions, index labels and Events; one replica at a time, elected "
+        "with the Lease workload-map-karta-manager in --namespace")] = False
+    auth: Annotated[Literal["auto", "none", "kubernetes"], Opt(
+        "request authorization: kubernetes = bearer token checked with TokenReview and SubjectAccessReview; "
+        "auto = kubernetes when running in a pod, else none")] = "auto"
     allow_inline_definitions: Annotated[bool, Opt("accept definitions inside requests")] = True
-    actions: Annotated[
-        bool,
-        Opt(
-            "allow writes to workloads: suspend, resume and /interpret/update?apply=true, "
-            "each with the caller's `patch` right; off: 403 actions-disabled"
-        ),
-    ] = False
+    actions: Annotated[bool, Opt("allow writes to workloads: suspend, resume and /interpret/update?apply=true, "
+                                 "each with the caller's `patch` right; off: 403 actions-disabled")] = False
     eval_deadline: Annotated[float, Opt("time limit of one evaluation", metavar="SECONDS")] = 2.0
     max_body_bytes: Annotated[int, Opt("largest request body (the default is the API server's)")] = 3 * MiB
     eval_workers: Annotated[int, Opt("evaluation processes per HTTP worker")] = 2
-    eval_queue_timeout: Annotated[
-        float,
-        Opt("how long a request waits for a free evaluation worker before a 503 with Retry-After", metavar="SECONDS"),
-    ] = 5.0
-    eval_worker_memory: Annotated[
-        int,
-        Opt(
-            "address-space limit of each evaluation worker; an evaluation that "
-            "reaches it fails with a 422 and its worker is replaced; 0 = unlimited",
-            metavar="MIB",
-        ),
-    ] = 1024
-    shutdown_timeout: Annotated[
-        float,
-        Opt(
-            "on SIGTERM, how long open requests may finish before they are cancelled; streams end at once",
-            metavar="SECONDS",
-        ),
-    ] = 10.0
-    isolation: Annotated[
-        Literal["untrusted", "all", "none"],
-        Opt(
-            "which definitions run in supervised worker processes with a deadline: untrusted = all but the built-in "
-            "catalog, all, none"
-        ),
-    ] = "untrusted"
-    jq_result_cache: Annotated[
-        bool, Opt("reuse jq results when the same object (as jq sees it) is interpreted again")
-    ] = True
-    log_level: Annotated[
-        Literal["debug", "info", "warning", "error"], Opt("log level; info logs one line per request")
-    ] = "info"
-    log_format: Annotated[
-        Literal["auto", "text", "json"],
-        Opt("log lines: auto = text for a person when stderr is a terminal, else JSON lines"),
-    ] = "auto"
-    cache: Annotated[
-        bool,
-        Opt(
-            "answer live reads from a watch-maintained model of the cluster; false reads the "
-            "API server on every request"
-        ),
-    ] = True
-    watch_namespaces: Annotated[
-        list[str],
-        Opt(
-            "limit the model to this namespace (repeatable)",
-            flag="--watch-namespace",
-            metavar="NS",
-            default_text="every namespace",
-        ),
-    ] = []
-    stream_buffer: Annotated[
-        int,
-        Opt(
-            "changes buffered per stream client; one that falls further behind is told and disconnected",
-            metavar="EVENTS",
-        ),
-    ] = 1000
-    stream_write_timeout: Annotated[
-        float, Opt("a stream client that takes no data for this long is disconnected", metavar="SECONDS")
-    ] = 10.0
-    max_streams_per_caller: Annotated[
-        int,
-        Opt(
-            "watch streams one caller may hold open at once (the authenticated "
-            "user, else the client address); more is a 429",
-            metavar="N",
-        ),
-    ] = 10
-    max_streams: Annotated[int, Opt("watch streams open at once in each HTTP worker; more is a 429", metavar="N")] = (
-        1000
-    )
-    max_pods: Annotated[
-        int,
-        Opt(
-            "pods sent in one request (an interpretation, or a whole batch); more is a 413 (a "
-            "batch holds at most 1,000 items)",
-            metavar="N",
-        ),
-    ] = 10000
-    max_inflight_body_bytes: Annotated[
-        int,
-        Opt(
-            "request bodies all requests in progress may hold together (per "
-            "HTTP worker, at least --max-body-bytes); more is a 503 with "
-            "Retry-After",
-            metavar="BYTES",
-        ),
-    ] = 32 * MiB
-    body_read_timeout: Annotated[
-        float, Opt("time a request body may take to arrive; slower is a 408", metavar="SECONDS")
-    ] = 30.0
-    clusters: Annotated[
-        list[str],
-        Opt(
-            "also serve this cluster (repeatable)",
-            flag="--cluster",
-            env="WLMAP_CLUSTERS",
-            metavar="NAME=KUBECONFIG[#CONTEXT]",
-        ),
-    ] = []
-    kubeconfig_contexts: Annotated[
-        Literal["current", "all"], Opt("all: serve every context of the kubeconfig as a cluster named after it")
-    ] = "current"
-    cluster_name: Annotated[
-        str | None,
-        Opt(
-            "name of the service's own cluster",
-            metavar="NAME",
-            default_text="in-cluster in a pod, else the kubeconfig's current context",
-        ),
-    ] = None
-    cluster_secrets: Annotated[
-        bool,
-        Opt(
-            "also serve the clusters of Secrets labelled workload-map.dev/cluster=true "
-            "in the service namespace, each holding a kubeconfig; watched"
-        ),
-    ] = False
-    cluster_secret_selector: Annotated[str, Opt("label selector of cluster Secrets", metavar="LABELS")] = (
-        "workload-map.dev/cluster=true"
-    )
-    cluster_secret_names: Annotated[
-        list[str],
-        Opt(
-            "watch only this cluster Secret (repeatable): the service reads no other Secret, so RBAC can grant exactly "
-            "these (resourceNames); implies --cluster-secrets",
-            flag="--cluster-secret",
-            metavar="NAME",
-        ),
-    ] = []
-    cluster_secret_allow_insecure: Annotated[
-        bool,
-        Opt(
-            "let a cluster Secret's kubeconfig set insecure-skip-tls-verify: true (its server's certificate is then "
-            "not checked); otherwise only inline credentials and an https:// server are accepted"
-        ),
-    ] = False
-    cluster_probe_interval: Annotated[
-        float,
-        Opt(
-            "how often each cluster's API server is probed; a cluster that does not answer is marked unavailable",
-            metavar="SECONDS",
-        ),
-    ] = 10.0
-    loop: Annotated[
-        Literal["auto", "asyncio", "uvloop"],
-        Opt(
-            "event loop: auto = asyncio's when the service connects to any API server (uvloop's TLS client can abort "
-            "the process when a cluster's network drops), else uvloop"
-        ),
-    ] = "auto"
-    tls_cert_file: Annotated[
-        str | None,
-        Opt(
-            "serve HTTPS with this certificate (chain), PEM; reloaded when the file changes; needs --tls-key-file",
-            metavar="FILE",
-        ),
-    ] = None
+    eval_queue_timeout: Annotated[float, Opt("how long a request waits for a free evaluation worker before a 503 "
+                                             "with Retry-After", metavar="SECONDS")] = 5.0
+    eval_worker_memory: Annotated[int, Opt("address-space limit of each evaluation worker; an evaluation that "
+                                           "reaches it fails with a 422 and its worker is replaced; 0 = unlimited",
+                                           metavar="MIB")] = 1024
+    shutdown_timeout: Annotated[float, Opt("on SIGTERM, how long open requests may finish before they are "
+                                           "cancelled; streams end at once", metavar="SECONDS")] = 10.0
+    isolation: Annotated[Literal["untrusted", "all", "none"], Opt(
+        "which definitions run in supervised worker processes with a deadline: untrusted = all but the built-in "
+        "catalog, all, none")] = "untrusted"
+    jq_result_cache: Annotated[bool, Opt("reuse jq results when the same object (as jq sees it) is interpreted "
+                                         "again")] = True
+    log_level: Annotated[Literal["debug", "info", "warning", "error"], Opt(
+        "log level; info logs one line per request")] = "info"
+    log_format: Annotated[Literal["auto", "text", "json"], Opt(
+        "log lines: auto = text for a person when stderr is a terminal, else JSON lines")] = "auto"
+    cache: Annotated[bool, Opt("answer live reads from a watch-maintained model of the cluster; false reads the "
+                               "API server on every request")] = True
+    watch_namespaces: Annotated[list[str], Opt("limit the model to this namespace (repeatable)",
+                                               flag="--watch-namespace", metavar="NS",
+                                               default_text="every namespace")] = []
+    stream_buffer: Annotated[int, Opt("changes buffered per stream client; one that falls further behind is told "
+                                      "and disconnected", metavar="EVENTS")] = 1000
+    stream_write_timeout: Annotated[float, Opt("a stream client that takes no data for this long is disconnected",
+                                               metavar="SECONDS")] = 10.0
+    max_streams_per_caller: Annotated[int, Opt("watch streams one caller may hold open at once (the authenticated "
+                                               "user, else the client address); more is a 429", metavar="N")] = 10
+    max_streams: Annotated[int, Opt("watch streams open at once in each HTTP worker; more is a 429",
+                                    metavar="N")] = 1000
+    max_pods: Annotated[int, Opt("pods sent in one request (an interpretation, or a whole batch); more is a 413 (a "
+                                 "batch holds at most 1,000 items)",
+                                 metavar="N")] = 10000
+    max_inflight_body_bytes: Annotated[int, Opt("request bodies all requests in progress may hold together (per "
+                                                "HTTP worker, at least --max-body-bytes); more is a 503 with "
+                                                "Retry-After", metavar="BYTES")] = 32 * MiB
+    body_read_timeout: Annotated[float, Opt("time a request body may take to arrive; slower is a 408",
+                                            metavar="SECONDS")] = 30.0
+    clusters: Annotated[list[str], Opt("also serve this cluster (repeatable)", flag="--cluster",
+                                       env="WLMAP_CLUSTERS", metavar="NAME=KUBECONFIG[#CONTEXT]")] = []
+    kubeconfig_contexts: Annotated[Literal["current", "all"], Opt(
+        "all: serve every context of the kubeconfig as a cluster named after it")] = "current"
+    cluster_name: Annotated[str | None, Opt("name of the service's own cluster", metavar="NAME",
+                                            default_text="in-cluster in a pod, else the kubeconfig's current "
+                                                         "context")] = None
+    cluster_secrets: Annotated[bool, Opt("also serve the clusters of Secrets labelled workload-map.dev/cluster=true "
+                                         "in the service namespace, each holding a kubeconfig; watched")] = False
+    cluster_secret_selector: Annotated[str, Opt("label selector of cluster Secrets",
+                                                metavar="LABELS")] = "workload-map.dev/cluster=true"
+    cluster_secret_names: Annotated[list[str], Opt(
+        "watch only this cluster Secret (repeatable): the service reads no other Secret, so RBAC can grant exactly "
+        "these (resourceNames); implies --cluster-secrets", flag="--cluster-secret", metavar="NAME")] = []
+    cluster_secret_allow_insecure: Annotated[bool, Opt(
+        "let a cluster Secret's kubeconfig set insecure-skip-tls-verify: true (its server's certificate is then "
+        "not checked); otherwise only inline credentials and an https:// server are accepted")] = False
+    cluster_probe_interval: Annotated[float, Opt("how often each cluster's API server is probed; a cluster that "
+                                                 "does not answer is marked unavailable", metavar="SECONDS")] = 10.0
+    loop: Annotated[Literal["auto", "asyncio", "uvloop"], Opt(
+        "event loop: auto = asyncio's when the service connects to any API server (uvloop's TLS client can abort "
+        "the process when a cluster's network drops), else uvloop")] = "auto"
+    tls_cert_file: Annotated[str | None, Opt("serve HTTPS with this certificate (chain), PEM; reloaded when the "
+                                             "file changes; needs --tls-key-file", metavar="FILE")] = None
     tls_key_file: Annotated[str | None, Opt("private key of --tls-cert-file, PEM", metavar="FILE")] = None
-    token_audiences: Annotated[
-        list[str],
-        Opt(
-            "accept only bearer tokens issued for this audience: sent as the TokenReview's audiences, the answer "
-            "must name one of them (repeatable)",
-            flag="--token-audience",
-            metavar="AUDIENCE",
-            default_text="the API server's own",
-        ),
-    ] = []
-    accelerator_resources: Annotated[
-        list[str],
-        _resources("accelerator resource"),
-        Opt(
-            "a requested resource counted in `accelerators` (shell-style *; repeatable, replaces the list)",
-            flag="--accelerator-resource",
-            metavar="PATTERN",
-            serve=False,
-        ),
-    ] = list(accelerators.DEFAULT_ACCELERATORS)
-    gpu_resources: Annotated[
-        list[str],
-        _resources("GPU resource"),
-        Opt(
-            "a resource counted as whole GPUs in `gpus` (repeatable, replaces the list)",
-            flag="--gpu-resource",
-            metavar="NAME",
-            serve=False,
-        ),
-    ] = list(accelerators.DEFAULT_GPUS)
-    store: Annotated[
-        str | None,
-        AfterValidator(_store_url),
-        Opt(
-            "share the live state through this Redis or Valkey (redis://host:6379/0, rediss:// for TLS; the password "
-            "from the URL or WLMAP_STORE_PASSWORD): shards own clusters and write to it, API replicas answer from it",
-            metavar="URL",
-            default_text="none, one process in memory",
-        ),
-    ] = None
-    store_password: Annotated[
-        str | None, Opt("the store's password when the URL carries none (a Secret's value, in a pod)", flag="")
-    ] = None
-    role: Annotated[
-        Literal["all", "shard", "api"],
-        Opt(
-            "with --store: shard = watch the clusters this process claims (Leases in --namespace) and write them to "
-            "the store; api = answer every read and stream from the store, watch nothing; all = both"
-        ),
-    ] = "all"
-    shard_buckets: Annotated[
-        int,
-        Field(ge=1, le=256),
-        Opt(
-            "with --role shard|all: split each cluster into N namespace buckets claimed separately, for a cluster "
-            "too big for one shard (all replicas must agree on N)",
-            metavar="N",
-        ),
-    ] = 1
-    store_stream_length: Annotated[
-        int,
-        Field(ge=1000),
-        Opt("change events the store keeps for stream resumes; an older token is a 410", metavar="EVENTS"),
-    ] = 100000
+    token_audiences: Annotated[list[str], Opt(
+        "accept only bearer tokens issued for this audience: sent as the TokenReview's audiences, the answer "
+        "must name one of them (repeatable)",
+        flag="--token-audience", metavar="AUDIENCE", default_text="the API server's own")] = []
+    accelerator_resources: Annotated[list[str], _resources("accelerator resource"), Opt(
+        "a requested resource counted in `accelerators` (shell-style *; repeatable, replaces the list)",
+        flag="--accelerator-resource", metavar="PATTERN", serve=False)] = list(accelerators.DEFAULT_ACCELERATORS)
+    gpu_resources: Annotated[list[str], _resources("GPU resource"), Opt(
+        "a resource counted as whole GPUs in `gpus` (repeatable, replaces the list)", flag="--gpu-resource",
+        metavar="NAME", serve=False)] = list(accelerators.DEFAULT_GPUS)
+    store: Annotated[str | None, AfterValidator(_store_url), Opt(
+        "share the live state through this Redis or Valkey (redis://host:6379/0, rediss:// for TLS; the password "
+        "from the URL or WLMAP_STORE_PASSWORD): shards own clusters and write to it, API replicas answer from it",
+        metavar="URL", default_text="none, one process in memory")] = None
+    store_password: Annotated[str | None, Opt("the store's password when the URL carries none (a Secret's value, "
+                                              "in a pod)", flag="")] = None
+    role: Annotated[Literal["all", "shard", "api"], Opt(
+        "with --store: shard = watch the clusters this process claims (Leases in --namespace) and write them to "
+        "the store; api = answer every read and stream from the store, watch nothing; all = both")] = "all"
+    shard_buckets: Annotated[int, Field(ge=1, le=256), Opt(
+        "with --role shard|all: split each cluster into N namespace buckets claimed separately, for a cluster "
+        "too big for one shard (all replicas must agree on N)", metavar="N")] = 1
+    store_stream_length: Annotated[int, Field(ge=1000), Opt(
+        "change events the store keeps for stream resumes; an older token is a 410", metavar="EVENTS")] = 100000
 
+    # fmt: on
     _specs: tuple[ClusterSpec | None, list[ClusterSpec]] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
