@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import builtins
 import contextlib
 import sys
 from collections.abc import AsyncIterator
@@ -92,7 +93,7 @@ class _Kube(Kube):
             if e.status == 401:
                 raise CliError("the API server rejected the credentials (Unauthorized)", EXIT_FAIL)
 
-    def warnings(self) -> list[str]:
+    def warnings(self) -> builtins.list[str]:  # the method `list` shadows the type here
         return sorted({e.message for e in self.failures}) + self.notes
 
     async def cluster_definitions(self, registry: Registry) -> Registry:

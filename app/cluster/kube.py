@@ -14,6 +14,7 @@ are remembered for a shorter TTL.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 import time
@@ -361,7 +362,7 @@ class Kube:
         resource_version: str | None = None,
         limit: int = 500,
         headers: dict[str, str] | None = None,
-    ) -> AsyncIterator[tuple[list[Any], str]]:
+    ) -> AsyncIterator[tuple[builtins.list[Any], str]]:  # the method `list` shadows the type here
         """A list page by page, with the list's resourceVersion: a consumer that keeps a little of
         each object never holds the whole list (8,000 pods are ~70 MB of JSON, ~500 MB as dicts)."""
         cont: str | None = None

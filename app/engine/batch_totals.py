@@ -7,7 +7,7 @@ add as totals.Sums do: counts as integers, `requests` exactly as quantities (`50
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .totals import ZERO, sums_of
@@ -33,7 +33,7 @@ def item_totals(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return item.get("totals")
 
 
-def group_totals(items: list[Mapping[str, Any]], values: list[str | None]) -> list[dict[str, Any]]:
+def group_totals(items: Sequence[Mapping[str, Any]], values: list[str | None]) -> list[dict[str, Any]]:
     """The items grouped by their label value (`values[i]` is item i's, None without the label):
     `[{"value", "items": [indexes], "totals"}]`, ordered by value, items without the label last."""
     by_value: dict[str | None, list[int]] = {}

@@ -85,7 +85,8 @@ def serve(args: argparse.Namespace) -> int:
         proxy_headers=False,
         server_header=False,
         loop=event_loop(settings),
-        timeout_graceful_shutdown=settings.shutdown_timeout,  # SIGTERM: open requests get this long
+        # SIGTERM: open requests get this long (uvicorn hints int; it hands the value to asyncio.wait_for)
+        timeout_graceful_shutdown=settings.shutdown_timeout,  # type: ignore[arg-type]
         http="app.service.protocol:NoDelayHTTPProtocol",
         **tls,
     )
