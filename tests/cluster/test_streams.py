@@ -377,8 +377,9 @@ def test_a_slow_client_is_cut_off_and_memory_stays_flat(tight: Server, kubectl: 
         eventually(lambda: _streams(tight)["workload"] == 2, timeout=5)
         rss = _rss(tight.proc.pid)
         start, flips = time.monotonic(), 0
-        # Changes until the slow client is cut off: bounded in count and time.
-        while flips < 400 and time.monotonic() - start < 60 and _streams(tight)["workload"] == 2:
+        # Changes until the slow client is cut off (how many fill the buffers depends on how fast
+        # the API server takes them and the kernel drains): bounded in count and time.
+        while flips < 2000 and time.monotonic() - start < 90 and _streams(tight)["workload"] == 2:
             for _ in range(10):
                 _flip(kubectl, NS3, "big-trainer-0-0", flips % 2 == 1)
                 flips += 1
