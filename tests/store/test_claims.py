@@ -229,15 +229,26 @@ UNITS = ["alpha", "beta", "gamma#0", "gamma#1", "Delta/West"]
 
 
 def test_shards_spread_units_evenly_and_each_unit_has_one_owner(apiserver: ApiServer, lease_rbac: str) -> None:
+    # nothing here waits for an expiry: Leases long enough that a loaded machine's late renewal
+    # (a 3 s Lease renewed every second, all shards on one event loop) is not taken for a death
+    steady = {"lease_seconds": 15}
+
     async def body(c: Cluster) -> None:
-        a, b, owners = await c.two(UNITS)
+        a, b, owners = await c.two(UNITS, **steady)
         assert sorted(Counter(owners.values()).values()) == [2, 3]
         assert owners == Claims.assign(UNITS, [a.id, b.id])  # the assignment every shard computes
-        st = a.claims.status()
-        assert st["identity"] == a.id and st["live"] == sorted([a.id, b.id])
-        assert st["assignment"] == owners and st["owned"] == {u: a.claims.owned[u] for u in sorted(a.claims.owned)}
 
-        d = await c.shard(UNITS)
+        async def status_agrees() -> dict[str, Any]:
+            # status() is a's last look; the units can settle from b's side a look before it
+            st = a.claims.status()
+            return st if st["live"] == sorted([a.id, b.id]) and st["assignment"] == owners else {}
+
+        st, _ = await until(status_agrees, 10, "a's status shows both shards and the assignment")
+        assert st["identity"] == a.id and st["group"] == "t-spread"
+        assert st["owned"] == {u: e for u, e in sorted(a.claims.owned.items())}
+        assert set(st["owned"]) == {u for u, s in owners.items() if s == a.id}
+
+        d = await c.shard(UNITS, **steady)
         owners, _ = await until(lambda: c.assigned([a, b, d], UNITS), 15, "5 units over 3 shards")
         assert sorted(Counter(owners.values()).values()) == [1, 2, 2]
         assert owners == Claims.assign(UNITS, [a.id, b.id, d.id])
