@@ -61,17 +61,14 @@ if TYPE_CHECKING:  # (the store's parts load the Redis client: only behind a sto
 @dataclass
 class Read:
     """What reading one request's subject learned beside the object, for its answer: how fresh
-    a `ref` read is and (in a fleet) its cluster; and the object, whose labels a batch groups its
-    items by (known even when the item fails after the read)."""
+    a `ref` read is and (in a fleet) its cluster; and the object's labels, which a batch groups
+    its items by (known even when the item fails after the read).  Only the labels: a batch of
+    many large objects must not keep each one alive until the last item is done (the collector's
+    full passes grow with them)."""
 
-    object: dict[str, Any] | None = None
+    labels: Any = None
     freshness: dict[str, Any] | None = None
     cluster: str | None = None
-
-    @property
-    def labels(self) -> Any:
-        meta = (self.object or {}).get("metadata")
-        return meta.get("labels") if isinstance(meta, dict) else None
 
 
 def _is_manifest(doc: Any) -> bool:
@@ -229,6 +226,13 @@ class Service:
             env = envelope(
                 InterpretRequest, doc, 'expected a manifest or an object {"object": ..., "definition"?, "pods"?}'
             )
+        return await self.interpret_request(env, request_state, read)
+
+    async def interpret_request(
+        self, env: InterpretRequest, request_state: dict[str, Any], read: Read | None = None
+    ) -> dict[str, Any]:
+        """One interpretation of a validated envelope (a batch's items come this way, neither
+        dumped nor validated again)."""
         self.bound_pods(len(env.pods or ()))
         read = read if read is not None else Read()
         obj, d = await self.subject(env, request_state, read)
@@ -256,7 +260,8 @@ class Service:
             obj, read.freshness, read.cluster = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", 'give either "object" or "ref"')
-        read.object = obj
+        meta = obj.get("metadata")
+        read.labels = meta.get("labels") if isinstance(meta, dict) else None
         if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
             raise ProblemError(422, "invalid-object", "Invalid object", "the object declares no apiVersion and kind")
         d = self.inline_definition(env.definition) if env.definition is not None else self.resolve(obj)

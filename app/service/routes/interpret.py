@@ -106,7 +106,7 @@ async def batch_endpoint(
         sub = service.auth.substate(state)  # each item reads with the caller's rights, in a state of its own
         try:
             async with running:
-                return await service.interpret_doc(item.model_dump(exclude_none=True), sub, reads[n])
+                return await service.interpret_request(item, sub, reads[n])
         except SAID_ERRORS as e:
             p = problem_of(e)
             return {"error": problem_body(p.status, p.slug, p.title, p.detail, None, p.errors)}
