@@ -8,7 +8,7 @@ here, so the three give the same answer to the same caller.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -17,10 +17,13 @@ from .kube import EVENTS, PODS, Resource
 from .reader import Allow, Known, matches_token, version_rank
 
 Visible = "bool | set[str]"  # True: everywhere asked; a set: only these namespaces; False: nowhere
+# The namespaces that hold objects, or how to find them: a list of every row need not walk the
+# rows for them when the caller may list everywhere (the common case)
+Present = set[str] | Callable[[], set[str]]
 
 
 async def visibility(
-    allow: Allow, res: Resource, namespace: str | None, present: set[str], warnings: list[str], what: str | None = None
+    allow: Allow, res: Resource, namespace: str | None, present: Present, warnings: list[str], what: str | None = None
 ) -> bool | set[str]:
     """Where the caller may list `res` for a list of `namespace` (None: all namespaces).  A
     caller without a cluster-wide right still sees the namespaces it may list, as it could by
@@ -30,7 +33,8 @@ async def visibility(
         return True
     label = what or f"{res.plural}, so the result leaves {res.kind} out"
     if ns is None and res.namespaced:
-        allowed = {n for n in sorted(present) if n and await allow("list", res, n, None)}
+        held = present() if callable(present) else present
+        allowed = {n for n in sorted(held) if n and await allow("list", res, n, None)}
         if allowed:
             warnings.append(
                 f"not allowed to list {res.plural} in every namespace, so the result shows "
@@ -100,7 +104,7 @@ def sort_rows(items: list[dict[str, Any]]) -> None:
 
 
 async def events_visibility(
-    allow: Allow, namespace: str | None, present: set[str], warnings: list[str]
+    allow: Allow, namespace: str | None, present: Present, warnings: list[str]
 ) -> bool | set[str]:
     """Where the caller may list the Events the rows' reasons read (as `visibility`), said once."""
     vis = await visibility(allow, EVENTS, namespace, present, [], None)
@@ -114,7 +118,7 @@ async def events_visibility(
 
 
 async def pods_visibility(
-    allow: Allow, namespace: str | None, present: set[str], warnings: list[str]
+    allow: Allow, namespace: str | None, present: Present, warnings: list[str]
 ) -> bool | set[str]:
     """Where the caller may list the pods the rows' ready counts read (as `visibility`)."""
     return await visibility(allow, PODS, namespace, present, warnings, "pods, so ready counts are left out")
@@ -153,6 +157,10 @@ class ListRules:
     def in_namespace(self, row: dict[str, Any]) -> bool:
         return self.namespace is None or (row["workload"].get("namespace") or None) in (self.namespace, None)
 
+    def of_namespace(self, rows: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        """The rows `in_namespace` (all of them for a list of every namespace, untested)."""
+        return rows if self.namespace is None else filter(self.in_namespace, rows)
+
     async def listable(self, res: Resource) -> bool | None:
         """Before a list of `res`: True, the caller may list it where asked; False, nowhere (the
         warning is said); None, only in some namespaces (`visible` says which, once listed)."""
@@ -165,13 +173,15 @@ class ListRules:
 
     async def visible(self, res: Resource, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The rows (or objects) of kind `res` the caller may list."""
-        vis = await visibility(self.allow, res, self.namespace, namespaces_of(rows), self.warnings)
+        vis = await visibility(self.allow, res, self.namespace, lambda: namespaces_of(rows), self.warnings)
+        if vis is True:
+            return rows
         return [r for r in rows if visible_in(vis, (r.get("workload") or r.get("metadata") or {}).get("namespace"))]
 
-    async def pods(self, present: set[str]) -> bool | set[str]:
+    async def pods(self, present: Present) -> bool | set[str]:
         return await pods_visibility(self.allow, self.namespace, present, self.warnings)
 
-    async def events(self, present: set[str]) -> bool | set[str]:
+    async def events(self, present: Present) -> bool | set[str]:
         return await events_visibility(self.allow, self.namespace, present, self.warnings)
 
     async def hide_unseen(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -179,11 +189,19 @@ class ListRules:
         reason (read from pods and Events) only where it may list both."""
         if not rows:
             return rows
-        present = namespaces_of(rows)
+        held: list[set[str]] = []
+
+        def present() -> set[str]:  # walked once, and only for a caller with rights in some namespaces
+            if not held:
+                held.append(namespaces_of(rows))
+            return held[0]
+
         pods = await self.pods(present)
         events: bool | set[str] = True
         if any(r.get("reason") for r in rows):
             events = await self.events(present)
+        if pods is True and events is True:
+            return rows
         out = []
         for r in rows:
             ns = r["workload"].get("namespace")

@@ -901,9 +901,12 @@ async def summarize(
     rules = ListRules(allow, namespace, kind)
     watched = {kw.gk: kw for kw in kinds if kw.definition is not None}
     by_kind: dict[GK, list[dict[str, Any]]] = {}
-    for row in rows:
-        if rules.in_namespace(row):
-            by_kind.setdefault(row_key(row)[:2], []).append(row)
+    for row in rules.of_namespace(rows):
+        w = row["workload"]
+        gk = (str(w.get("apiVersion") or "").rpartition("/")[0], str(w.get("kind")))  # row_key's first two
+        if (group := by_kind.get(gk)) is None:
+            group = by_kind[gk] = []
+        group.append(row)
     out: list[dict[str, Any]] = []
     for k in rules.kinds(Known(kw.definition, kw.resource) for kw in watched.values()):
         kw = watched[(k.gvk[0], k.gvk[2])]

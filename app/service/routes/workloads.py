@@ -58,7 +58,7 @@ class ListParams:
             raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
 
 
-def list_params(
+async def list_params(  # async: see service_dependency
     namespace: str | None = None,
     kind: str | None = None,
     watch: bool = False,
