@@ -117,7 +117,8 @@ def _cut(text: Any) -> str:
 
 
 def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    # a condition without a type cannot be looked up by one
+    return {t: c for c in status.get("conditions") or [] if isinstance(c, dict) and (t := c.get("type")) is not None}
 
 
 def _claims(pod: dict[str, Any]) -> list[str]:

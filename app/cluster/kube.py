@@ -18,7 +18,7 @@ import builtins
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -400,7 +400,7 @@ class Kube:
         timeout_seconds: int = 240,
         headers: dict[str, str] | None = None,
         on_connected: Callable[[], None] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Events `{type, object}` until the server ends the watch (timeout_seconds).
 
         Raises `Gone` on 410 (as an HTTP status or an ERROR event): the caller lists again.

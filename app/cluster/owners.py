@@ -57,12 +57,18 @@ class OwnerIndex:
             )
         except KubeError:
             return None  # read failures count as "not owned" (reference rule)
-        return {(o.get("metadata") or {}).get("name"): o.get("metadata") or {} for o in lst["items"]}
+        owners: dict[str, dict[str, Any]] = {}
+        for o in lst["items"]:
+            meta = o.get("metadata") or {}
+            if meta.get("name") is not None:  # every object has one; a reference could not name one without
+                owners[meta["name"]] = meta
+        return owners
 
     async def owner(self, ref: dict[str, Any]) -> dict[str, Any] | None:
         """The owner's metadata, if it exists with the UID the reference names (not a re-created one)."""
         owners = await self._owners(_gvk_of(ref))
-        owner = (owners or {}).get(ref.get("name"))
+        name = ref.get("name")
+        owner = (owners or {}).get(name) if name is not None else None  # a reference without a name has none
         return owner if owner is not None and owner.get("uid") == ref.get("uid") else None
 
     async def chain(self, meta: dict[str, Any]) -> set[str]:

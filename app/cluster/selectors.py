@@ -174,11 +174,11 @@ def parse(text: str) -> Selector:
                     else:
                         check_value(value)
                     reqs.append(Requirement(key, "=" if op == "==" else op, (value,)))
-        t = peek()
-        if t is None:
+        sep = peek()
+        if sep is None:
             break
-        if t != ",":
-            raise SelectorError(f'"," expected between requirements, found "{t}"')
+        if sep != ",":
+            raise SelectorError(f'"," expected between requirements, found "{sep}"')
         pos += 1
         if peek() is None:
             raise SelectorError('a requirement expected after the last ","')
