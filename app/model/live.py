@@ -174,7 +174,7 @@ class LiveModel(Reader):
         self._tasks.append(asyncio.create_task(self._process_loop(), name="model-process"))
         self._tasks.append(asyncio.create_task(self._warm_loop(), name="model-warm"))
         if self.warning_events > 0:
-            for ns in self.namespaces or [None]:
+            for ns in self.namespaces or (None,):
                 inf = Informer(
                     self.kube,
                     EVENTS,
@@ -329,9 +329,9 @@ class LiveModel(Reader):
         plan, which is retried: a plan made on it would drop kinds that are there."""
         reg = self.registry()
         by_gk: dict[GK, list[Definition]] = {}
-        for d in reg.all():
-            if d.valid and d.gvk is not None:
-                by_gk.setdefault((d.gvk[0], d.gvk[2]), []).append(d)
+        for defn in reg.all():
+            if defn.valid and defn.gvk is not None:
+                by_gk.setdefault((defn.gvk[0], defn.gvk[2]), []).append(defn)
         want: dict[GK, tuple[Resource, Definition | None]] = {}
         # Kinds with a definition, each at its best served version (as a direct list reads them).
         for gk, defs in by_gk.items():

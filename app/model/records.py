@@ -214,6 +214,7 @@ def covers(wide: Tree | bool | None, narrow: Tree | bool | None) -> bool:
         return True
     if narrow is True:
         return False
+    assert isinstance(wide, dict) and isinstance(narrow, dict), "a tree is a dict or True"
     for k, sub in narrow.items():
         if k not in wide and None not in wide:
             return False
