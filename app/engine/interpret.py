@@ -414,7 +414,9 @@ def _checked(obj: Any, strip: bool, projection: Any) -> Input:
 def generic_flags(obj: dict[str, Any]) -> dict[str, bool]:
     """Facts every workload has regardless of its definition (kstatus-style)."""
     meta = obj.get("metadata") or {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        status = {}
     gen, observed = meta.get("generation"), status.get("observedGeneration")
     stale = isinstance(gen, (int, float)) and isinstance(observed, (int, float)) and observed < gen
     return {"deleting": bool(meta.get("deletionTimestamp")), "stale": bool(stale)}
@@ -474,12 +476,16 @@ def interpret(
     # Status, each component and the gang are computed independently (the reference's status
     # call does not depend on its tree build): whatever computes is returned, the rest is named.
     ctx = _Ctx(cd, {}, [], options.rules)
-    root = cd.components[cd.order[0]]
+    root_status = cd.components[cd.order[0]].status_definition
+    root_status_path = f"{_component_path(cd, cd.order[0])}.statusDefinition"
+    if root_status is None:  # validation requires one, so a valid definition has it
+        raise InterpretationError(
+            f"definition {definition.name} is invalid",
+            [{"path": root_status_path, "message": "root component must have status definition"}],
+        )
     status = None
     try:
-        status = evaluate_status(
-            root.status_definition, results, f"{_component_path(cd, cd.order[0])}.statusDefinition"
-        )
+        status = evaluate_status(root_status, results, root_status_path)
     except ExtractionError as e:
         ctx.errors.append(part_error("status", e))
     for name in cd.order:
@@ -499,7 +505,7 @@ def interpret(
     status_out: dict[str, Any] | None = None
     if status is not None:
         status_out = {"phase": status.phase, "matched": status.matched}
-        if root.status_definition.phase_definition is not None:
+        if root_status.phase_definition is not None:
             status_out["rawPhase"] = status.raw_phase
         status_out["conditions"] = [c.as_dict() for c in status.conditions]
         status_out.update(generic_flags(obj))

@@ -19,7 +19,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..cluster.informer import Informer, cancel_all
 from ..cluster.kube import Kube, Resource
@@ -45,6 +45,17 @@ class _SecretRecord:
     name: str  # the Secret's name
 
 
+class _MemberOptions(TypedDict):
+    """The keyword arguments every Member is built with (Member's parameters of the same names)."""
+
+    cache: bool
+    namespaces: list[str] | None
+    auth: bool
+    labelled: bool
+    probe_interval: float
+    model_factory: Callable[[Member], ClusterModel] | None
+
+
 class Fleet:
     def __init__(
         self,
@@ -61,7 +72,7 @@ class Fleet:
         model_factory: Callable[[Member], ClusterModel] | None = None,
     ):
         self.registry, self.interpret = registry, interpret
-        self.options = {
+        self.options: _MemberOptions = {
             "cache": cache,
             "namespaces": namespaces,
             "auth": auth,

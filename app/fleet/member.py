@@ -176,6 +176,7 @@ class Member:
             p = by_phase.setdefault(str(r.get("phase") or "Unknown"), {"workloads": 0, "gpus": 0})
             p["workloads"] += 1
             p["gpus"] += g
+        server: str | None
         if self.kube is not None:
             server = self.kube.host
         else:  # not connected: what its kubeconfig names, read once (the status is asked every second)

@@ -160,11 +160,9 @@ def validate(doc: dict[str, Any], context: str | None, *, allow_insecure: bool =
         raise RefusedKubeconfig(f"{cpath}.tls-server-name is not a host name")
 
     user_name = ctx.get("user")
-    user: dict[str, Any] | None = {}
-    if user_name:
-        user = _entry(doc, "users", user_name, "user")
-        if user is None:
-            raise RefusedKubeconfig(f"{ctx_path}.user names no entry of users")
+    user = _entry(doc, "users", user_name, "user") if user_name else {}
+    if user is None:
+        raise RefusedKubeconfig(f"{ctx_path}.user names no entry of users")
     upath = f"users[{_label(user_name)}].user"
     _check_keys(user, USER_KEYS, upath)
     token = user.get("token")
