@@ -212,7 +212,8 @@ class Claims:
     # -- one look ---------------------------------------------------------------------------
     async def _look(self) -> None:
         listed = (await self.kube.list(LEASES, self.namespace, label_selector=f"{GROUP_LABEL}={self.group}"))["items"]
-        by_name = {(x.get("metadata") or {}).get("name"): x for x in listed}
+        # every Lease has a name (one without could be neither ours nor a unit's)
+        by_name = {n: x for x in listed if (n := (x.get("metadata") or {}).get("name")) is not None}
         for x in listed:  # expiry is judged from when we saw each record change, whoever it is for
             self._sightings.see(x)
         self._sightings.keep_only(set(by_name))
@@ -238,9 +239,9 @@ class Claims:
         gone = {u for u, lock in self._locks.items() if u not in mine}
         await self._drop(gone & set(self.owned))
         for unit in gone:
-            lock = self._locks.pop(unit)
-            if lock.held:
-                await lock.release()
+            old = self._locks.pop(unit)
+            if old.held:
+                await old.release()
 
         acquired: dict[str, int] = {}
         lost: set[str] = set()

@@ -251,6 +251,10 @@ class StoreHub:
                 rows.pop(field, None)
                 self.facts.get(unit, {}).pop(field, None)
             else:
+                # shards write every ADDED and MODIFIED with its row: one without is an entry
+                # this replica cannot read, and run() loads everything again
+                if row is None:
+                    raise ValueError(f"store stream entry {seq}: {t} {field} carries no row")
                 rows[field] = row
                 facts_due.setdefault(unit, []).append(field)
             if model is not None:
