@@ -147,7 +147,7 @@ class Cluster:
             await self.kube.close()
 
     def source_status(self) -> list[dict[str, Any]]:
-        out = [
+        out: list[dict[str, Any]] = [
             {
                 "name": s.key,
                 "state": s.state,

@@ -296,8 +296,8 @@ class Service:
             metrics.interpretation_errors.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
         metrics.interpretations.labels(label, phase_of(result)).inc()
-        for e in result.get("errors") or []:
-            metrics.partial_parts.labels(label, e["part"]).inc()
+        for err in result.get("errors") or []:
+            metrics.partial_parts.labels(label, err["part"]).inc()
         return result
 
     # -- cluster ---------------------------------------------------------------------------

@@ -49,6 +49,7 @@ class Sharing:
         interpret: Interpret,
     ):
         assert settings.store
+        self.store_url = settings.store
         self.settings, self.home, self.namespace = settings, home, namespace
         self.registry, self.interpret = registry, interpret
         self.labelled = fleet_mode(settings)
@@ -79,7 +80,7 @@ class Sharing:
             from ..store.claims import Claims
 
             assert self.home is not None  # Settings.check: shards need a home cluster for their Leases
-            claims = Claims(self.home, self.namespace, group=claims_group(self.settings.store))
+            claims = Claims(self.home, self.namespace, group=claims_group(self.store_url))
             self.shard = Shard(
                 fleet,
                 self.redis,

@@ -328,6 +328,7 @@ async def _log_stream(
     async def frames() -> AsyncIterator[Any]:
         limits.open["list"] += 1
         limits.wakes.add(sub.wake)
+        ev: Event | None  # the initial and backlog events, then what sub.next gives (None: a heartbeat)
         try:
             for ev in initial:
                 if (sent := await present(ev, "ADDED")) is not None:
