@@ -18,9 +18,10 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_NO_DEFINITION = 0, 1, 2, 3,
 
 
 class CliError(Exception):
-    def __init__(self, message: str, code: int = EXIT_USAGE):
+    def __init__(self, message: str, code: int = EXIT_USAGE, errors: list[dict[str, Any]] | None = None):
         super().__init__(message)
         self.code = code
+        self.errors = errors  # an interpretation's errors (path, message, expression), when it failed
 
 
 def print_error(msg: str) -> None:

@@ -460,10 +460,10 @@ def _live_tree(result: dict[str, Any], pod_limit: int | None = None, component_l
         name, instances = node["name"], node["instances"]
         ready, desired, nodes = count(node, not root)
         if node.get("error"):
-            below = [] if root else [component(c) for c in node["children"]]
+            below: list[Row] = [] if root else [component(c) for c in node["children"]]
             return f"{name} {render.FAILED_MARK}", [f"{ready}/? ready", "gpu: ?", ",".join(sorted(nodes))], below
         gpus = sum(i["totals"]["gpus"] for i in instances) if root else (node["totals"] or {}).get("gpus", "?")
-        below: list[Row] = []
+        below = []
         if root:  # the engine places all the root's pods on its first instance
             below = pod_rows([pod_row(p, instances[0]) for (c, _), ps in pods.items() if c == name for p in ps])
         elif any(i["id"] is not None for i in instances):
@@ -654,8 +654,8 @@ def cmd_get(args: argparse.Namespace) -> int:
     if some_answered:  # each NAME asked for that no row has, as kubectl: the others are still printed
         for n in missing:
             print(f'error: {args.kind} "{n}" not found in {where}', file=sys.stderr)
-    for name, e in failures:  # after the rows and warnings, so they are the last thing a person reads
-        print(f"error: context {name}: {_redact(str(e), args.kubeconfig)}", file=sys.stderr)
+    for name, err in failures:  # after the rows and warnings, so they are the last thing a person reads
+        print(f"error: context {name}: {_redact(str(err), args.kubeconfig)}", file=sys.stderr)
     if not failures:
         return EXIT_NOT_FOUND if missing else EXIT_OK
     codes = {e.code for _, e in failures}

@@ -71,7 +71,7 @@ def cmd_interpret(args: argparse.Namespace) -> int:
                         "Cannot interpret",
                         str(out),
                         None,
-                        getattr(out, "errors", None),
+                        out.errors,
                     )
                 }
             )
@@ -86,12 +86,12 @@ def cmd_interpret(args: argparse.Namespace) -> int:
         for r in results:
             if "error" in r:
                 print_error(r["error"]["detail"])
-                for e in r["error"].get("errors") or []:
-                    where = f"{e['path']}: " if e.get("path") else ""
-                    if e["message"] != r["error"]["detail"]:
-                        print(f"  {where}{e['message']}", file=sys.stderr)
+                for err in r["error"].get("errors") or []:
+                    where = f"{err['path']}: " if err.get("path") else ""
+                    if err["message"] != r["error"]["detail"]:
+                        print(f"  {where}{err['message']}", file=sys.stderr)
                     elif where:
-                        print(f"  at {e['path']}", file=sys.stderr)
+                        print(f"  at {err['path']}", file=sys.stderr)
         if args.output == "json":
             print(dump_json(ok[0] if len(ok) == 1 and len(results) == 1 else ok))
         elif args.output == "yaml":

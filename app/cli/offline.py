@@ -35,19 +35,16 @@ async def evaluate(
             try:
                 out.append(await ev.interpret(d, doc, pods))
             except InterpretationError as e:
-                cli_err = CliError(str(e), EXIT_FAIL)
-                cli_err.errors = e.errors  # type: ignore[attr-defined]
-                out.append(cli_err)
+                out.append(CliError(str(e), EXIT_FAIL, e.errors))
             except (EvaluationTimeout, EvaluationCrashed) as e:
-                cli_err = CliError(str(e), EXIT_FAIL)
-                cli_err.errors = [
+                errors = [
                     {
                         "path": getattr(e, "path", ""),
                         "message": str(e),
                         "expression": getattr(e, "expression", None),
                     }
                 ]
-                out.append(cli_err)
+                out.append(CliError(str(e), EXIT_FAIL, errors))
     finally:
         await ev.close()
     return out

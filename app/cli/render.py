@@ -132,7 +132,7 @@ def tree_lines(result: dict[str, Any]) -> list[str]:
 
 
 FAILED_MARK = "✗ FAILED"
-_UNKNOWN = {"pods": "?", "gpus": "?", "requests": {"cpu": "?", "memory": "?"}}
+_UNKNOWN: dict[str, Any] = {"pods": "?", "gpus": "?", "requests": {"cpu": "?", "memory": "?"}}
 
 
 def phase_line(st: dict[str, Any] | None) -> str:
