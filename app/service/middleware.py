@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from ..documents import UnencodableValue, refuse_unencodable_json
 from .auth import audit_fields
+from .errors import SAID_ERRORS, problem_of
 from .metrics import Metrics
 from .problems import (
     ProblemError,
@@ -92,6 +93,18 @@ class BodyLimits:
 
 async def _no_body() -> dict[str, Any]:
     return {"type": "http.disconnect"}  # an answer written after the body was read never asks for more
+
+
+class ReadRequest(Request):
+    """A request whose body this middleware has already read (bounded): a direct route takes it as
+    it is, instead of streaming the replayed message again (~7 µs of the hot path)."""
+
+    def __init__(self, scope: dict[str, Any], receive: Any, body: bytes):
+        super().__init__(scope, receive)
+        self._read = body
+
+    async def body(self) -> bytes:
+        return self._read
 
 
 class ServiceMiddleware:
@@ -210,7 +223,7 @@ class ServiceMiddleware:
                     return
             if (route := self.direct.get((scope["method"], scope["path"]))) is not None:
                 scope["route"] = route  # the metric and log label, as the framework's routing sets it
-                await self._direct(route.endpoint, scope, replay, tracking_send)
+                await self._direct(route.endpoint, scope, body, replay, tracking_send)
             elif (refused := _unencodable_json(scope, body)) is not None:
                 await problem_response(refused, scope.get("path"))(scope, _no_body, tracking_send)
             else:
@@ -218,11 +231,9 @@ class ServiceMiddleware:
         finally:
             self._record(scope, info, started)
 
-    async def _direct(self, handler: Any, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        from .errors import SAID_ERRORS, problem_of
-
+    async def _direct(self, handler: Any, scope: dict[str, Any], body: bytes, receive: Any, send: Any) -> None:
         try:
-            response = await handler(Request(scope, receive))
+            response = await handler(ReadRequest(scope, receive, body))
         except SAID_ERRORS as e:
             response = problem_response(problem_of(e), scope.get("path"))  # with its headers (Retry-After)
         except Exception as e:
