@@ -18,11 +18,12 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from app.engine.quantity import Quantity, QuantityError, parse_quantity
+from app.engine.quantity import Quantity, QuantityError, format_bytes, format_millicores, parse_quantity
 from app.engine.requests import pod_requests
 
 CPU = "cpu"
 PODS = "pods"
+BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 Amounts = dict[str, int]
@@ -38,6 +39,19 @@ def amounts(quantities: Mapping[str, Quantity]) -> Amounts:
     return {sys.intern(name): units(name, q) for name, q in quantities.items()}
 
 
+def byte_valued(resource: str) -> bool:
+    return resource in BYTE_RESOURCES or resource.startswith("hugepages-")
+
+
+def show(resource: str, amount: int) -> str:
+    """An amount as a person reads it: `4`/`500m` cpu, `16Gi` memory, `8` GPUs."""
+    if resource == CPU:
+        return format_millicores(amount)
+    if byte_valued(resource):
+        return format_bytes(amount)
+    return str(amount)
+
+
 class Taint(NamedTuple):
     key: str
     value: str
@@ -47,24 +61,26 @@ class Taint(NamedTuple):
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
-def _mapping(raw: object) -> Mapping:
+def as_mapping(raw: object) -> Mapping:
+    """raw if it is a mapping, else an empty one (JSON read defensively)."""
     return raw if isinstance(raw, Mapping) else {}
 
 
-def _list(raw: object) -> list:
+def as_list(raw: object) -> list:
+    """raw if it is a list, else an empty one."""
     return raw if isinstance(raw, list) else []
 
 
 def _taints(raw: object) -> tuple[Taint, ...]:
     return tuple(
         Taint(sys.intern(str(t.get("key") or "")), str(t.get("value") or ""), sys.intern(str(t.get("effect") or "")))
-        for t in _list(raw)
+        for t in as_list(raw)
         if isinstance(t, Mapping)
     )
 
 
 def _ready(conditions: object) -> bool:
-    for c in _list(conditions):
+    for c in as_list(conditions):
         if isinstance(c, Mapping) and c.get("type") == "Ready":
             return c.get("status") == "True"
     return False  # no Ready condition: the node controller has not heard from the kubelet
@@ -72,7 +88,7 @@ def _ready(conditions: object) -> bool:
 
 def _allocatable(raw: object) -> Amounts:
     out: Amounts = {}
-    for name, value in _mapping(raw).items():
+    for name, value in as_mapping(raw).items():
         try:
             out[sys.intern(str(name))] = units(str(name), parse_quantity(value))
         except (QuantityError, TypeError, ValueError):
@@ -105,10 +121,10 @@ class Node:
     @classmethod
     def from_object(cls, obj: Mapping) -> Node:
         """The view of a Node object (its JSON form, a plain dict)."""
-        meta, spec, status = _mapping(obj.get("metadata")), _mapping(obj.get("spec")), _mapping(obj.get("status"))
+        meta, spec, status = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec")), as_mapping(obj.get("status"))
         return cls(
             str(meta.get("name") or ""),
-            labels={sys.intern(str(k)): sys.intern(str(v)) for k, v in _mapping(meta.get("labels")).items()},
+            labels={sys.intern(str(k)): sys.intern(str(v)) for k, v in as_mapping(meta.get("labels")).items()},
             taints=_taints(spec.get("taints")),
             unschedulable=spec.get("unschedulable") is True,
             ready=_ready(status.get("conditions")),
@@ -162,7 +178,7 @@ def pod_contribution(pod: Mapping) -> tuple[str, Amounts] | None:
     """(node name, effective requests) of a pod that holds capacity: bound, not terminal.
     None for a pod that holds none (unbound, Succeeded or Failed). Raises QuantityError on a
     quantity the API server would reject."""
-    spec, status = _mapping(pod.get("spec")), _mapping(pod.get("status"))
+    spec, status = as_mapping(pod.get("spec")), as_mapping(pod.get("status"))
     node = spec.get("nodeName")
     if not node or status.get("phase") in TERMINAL_PHASES:
         return None
