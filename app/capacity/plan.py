@@ -26,15 +26,21 @@ go to the node whose name sorts first. The result is deterministic. With a topol
 label's values are tried in sorted order and the first where the whole workload places wins.
 
 **Exact on small inputs.** First-fit decreasing can miss a packing that exists. When it fails,
-an exhaustive search (every distribution of each group's identical pods over its eligible nodes,
-for every choice of topology values) runs with a budget of tries (`budget`, 20,000 by default).
-When the search ends within the budget the verdict is exact (`Plan.exact`): on small problems
-`fits` is false only when no assignment of pods to nodes exists. A search that runs out of tries
-leaves the verdict of first-fit decreasing, with `exact` false.
+two cheap checks may prove that none exists, for every choice of topology values: some group
+alone has room for fewer pods than it needs, or the groups together need more of a resource than
+all their eligible nodes have free. Otherwise, on a workload of at most SEARCH_PODS (64) pods,
+an exhaustive search (every distribution of each group's identical pods over its eligible
+nodes, for every choice of topology values) runs with a budget of tries (`budget`, 20,000 by
+default). A verdict is exact (`Plan.exact`) when a placement was found, a check proved there is
+none, or the search ended within its budget: on small problems `fits` is false only when no
+assignment of pods to nodes exists. A larger workload, a search out of tries, or more than
+MAX_DOMAIN_CHOICES (4,096) choices of topology values leave the first-fit verdict, unproven.
 
 **Sets.** Copies of the whole workload are placed one after another on what the previous copies
 left, each as above (the exhaustive search shares one budget across copies), up to `max_sets`:
 `sets` is how many complete copies fit at once by this packing (0 when it does not fit).
+Cost: a copy ranks each group's eligible nodes once (a heap then gives each next node), so
+sets of a small workload on 1,000 nodes, up to 1,000 copies, take about a second or two.
 
 **Shortfall.** When it does not fit, per group: per requested resource the amount one pod needs,
 the most free on any one node that passes the group's filters and that node; how many of the
@@ -43,9 +49,10 @@ group's pods place on the free capacity by themselves; and a sentence a person c
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -57,6 +64,8 @@ SPREAD = "spread"
 POLICIES = (BINPACK, SPREAD)
 BUDGET = 20_000
 MAX_SETS = 1000
+SEARCH_PODS = 64  # the exhaustive search runs on workloads of at most this many pods
+MAX_DOMAIN_CHOICES = 4096  # choices of topology values tried (one value per gang with a key)
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,7 @@ def _need(group: PodGroup) -> dict[str, int]:
 
 
 def _room(free: Mapping[str, int], need: Mapping[str, int]) -> int:
-    """How many pods with these needs fit in these free amounts."""
+    """How many pods with these needs fit in these free amounts (need always has `pods`)."""
     return min(max(free.get(r, 0), 0) // n for r, n in need.items())
 
 
@@ -148,6 +157,8 @@ class _Fit:
             self.reasons.append(why)
             self.eligible.append([i for i in range(len(self.nodes)) if i not in why])
         self.order = sorted(range(len(self.groups)), key=self._size_key)
+        self.kinds = [[r for r in need if r != PODS] or [PODS] for need in self.need]  # what allocation counts
+        self.domains, self.domains_cut = self._domains()
 
     # --- ordering ---------------------------------------------------------------------------
 
@@ -160,12 +171,6 @@ class _Fit:
         core = max((s for r, s in shares.items() if not _extended(r)), default=Fraction(0))
         return (-ext, -core, self.groups[gi].name)
 
-    def _used(self, i: int, need: Mapping[str, int], free: Mapping[str, int]) -> float:
-        alloc = self.nodes[i].allocatable
-        kinds = [r for r in need if r != PODS] or [PODS]
-        shares = [1 - max(free.get(r, 0), 0) / alloc[r] for r in kinds if alloc.get(r, 0) > 0]
-        return sum(shares) / len(shares) if shares else 0.0
-
     # --- topology ---------------------------------------------------------------------------
 
     def _gangs(self) -> list[Gang]:
@@ -175,16 +180,21 @@ class _Fit:
                 seen[g.gang.name] = g.gang
         return sorted(seen.values(), key=lambda g: g.name)
 
-    def domains(self) -> Iterator[list[list[int]]]:
-        """Per choice of topology values (one per gang with a key): each group's eligible nodes."""
+    def _domains(self) -> tuple[list[list[list[int]]], bool]:
+        """Per choice of topology values (one per gang with a key): each group's eligible nodes;
+        and whether the choices were cut at MAX_DOMAIN_CHOICES."""
         gangs = self._gangs()
         values = [sorted({n.labels[g.topology_key] for n in self.nodes if g.topology_key in n.labels}) for g in gangs]
-        for choice in itertools.product(*values):
+        out = []
+        for choice in itertools.islice(itertools.product(*values), MAX_DOMAIN_CHOICES + 1):
             chosen = {g.name: (g.topology_key, v) for g, v in zip(gangs, choice, strict=True)}
-            yield [
-                [i for i in elig if self._in(i, chosen.get(g.gang.name) if g.gang else None)]
-                for g, elig in zip(self.groups, self.eligible, strict=True)
-            ]
+            out.append(
+                [
+                    [i for i in elig if self._in(i, chosen.get(g.gang.name) if g.gang else None)]
+                    for g, elig in zip(self.groups, self.eligible, strict=True)
+                ]
+            )
+        return out[:MAX_DOMAIN_CHOICES], len(out) > MAX_DOMAIN_CHOICES
 
     def _in(self, i: int, domain: tuple[str | None, str] | None) -> bool:
         if domain is None:
@@ -198,29 +208,41 @@ class _Fit:
         for r, n in need.items():
             free[r] = free.get(r, 0) - n * k
 
+    def _score(self, gi: int, i: int, free: Mapping[str, int]) -> float:
+        """The node's allocation as the policy ranks it: lower goes first."""
+        alloc, kinds = self.nodes[i].allocatable, self.kinds[gi]
+        shares = [1 - max(free.get(r, 0), 0) / alloc[r] for r in kinds if alloc.get(r, 0) > 0]
+        used = sum(shares) / len(shares) if shares else 0.0
+        return -used if self.policy == BINPACK else used
+
     def greedy(self, free: list[dict[str, int]], eligible: list[list[int]]) -> list[Counter[int]] | None:
-        """First-fit decreasing onto `free` (changed only when every pod places)."""
-        work = [dict(f) for f in free]
+        """First-fit decreasing onto `free` (changed only when every pod places). Only the
+        nodes it places on are copied, so a copy of a workload costs its pods, not the cluster.
+        While one group places, only the node it places on changes: a heap of (score, node)
+        gives the next node, the same one a scan of every node would."""
+        work: dict[int, dict[str, int]] = {}
         placed: list[Counter[int]] = [Counter() for _ in self.groups]
         for gi in self.order:
             need, left = self.need[gi], self.groups[gi].count
+            ranked = []
+            for i in eligible[gi]:
+                f = work[i] if i in work else free[i]
+                if _room(f, need) >= 1:
+                    ranked.append((self._score(gi, i, f), i))
+            heapq.heapify(ranked)  # the lowest score first, then the first node by name
             while left:
-                best: tuple[float, int] | None = None
-                for i in eligible[gi]:
-                    if _room(work[i], need) < 1:
-                        continue
-                    used = self._used(i, need, work[i])
-                    score = -used if self.policy == BINPACK else used
-                    if best is None or score < best[0]:  # strictly better: the first by name wins ties
-                        best = (score, i)
-                if best is None:
+                if not ranked:
                     return None
-                i = best[1]
-                k = min(left, _room(work[i], need)) if self.policy == BINPACK else 1
-                self._take(work[i], need, k)
+                i = heapq.heappop(ranked)[1]
+                f = work.setdefault(i, dict(free[i]))
+                k = min(left, _room(f, need)) if self.policy == BINPACK else 1
+                self._take(f, need, k)
                 placed[gi][i] += k
                 left -= k
-        free[:] = work
+                if _room(f, need) >= 1:
+                    heapq.heappush(ranked, (self._score(gi, i, f), i))
+        for i, f in work.items():
+            free[i] = f
         return placed
 
     def search(
@@ -259,20 +281,45 @@ class _Fit:
         free[:] = work
         return [+c for c in placed]
 
+    def _alone(self, free: list[dict[str, int]], gi: int, nodes: list[int]) -> int:
+        """How many of group gi's pods the nodes have room for, the group alone (capped)."""
+        count, total = self.groups[gi].count, 0
+        for i in nodes:
+            total += _room(free[i], self.need[gi])
+            if total >= count:
+                return count
+        return total
+
+    def _could_fit(self, free: list[dict[str, int]], eligible: list[list[int]]) -> bool:
+        """False when this choice of topology values surely fails: some group alone has room for
+        too few pods, or the groups together need more of a resource than their nodes have."""
+        if any(self._alone(free, gi, eligible[gi]) < g.count for gi, g in enumerate(self.groups)):
+            return False
+        demand: Counter[str] = Counter()
+        for gi, g in enumerate(self.groups):
+            demand.update({r: n * g.count for r, n in self.need[gi].items()})
+        nodes = set().union(*eligible)
+        return all(sum(max(free[i].get(r, 0), 0) for i in nodes) >= n for r, n in demand.items())
+
     def place(self, free: list[dict[str, int]], tries: list[int]) -> tuple[list[Counter[int]] | None, bool]:
         """One copy: (placement or None, whether the answer is proven)."""
-        for eligible in self.domains():
+        for eligible in self.domains:
             placed = self.greedy(free, eligible)
             if placed is not None:
                 return placed, True
+        open_ = [e for e in self.domains if self._could_fit(free, e)]
+        if not open_:
+            return None, not self.domains_cut
+        if sum(g.count for g in self.groups) > SEARCH_PODS:
+            return None, False  # too big to search: the first-fit verdict, unproven
         try:
-            for eligible in self.domains():
+            for eligible in open_:
                 placed = self.search(free, eligible, tries)
                 if placed is not None:
                     return placed, True
         except _OutOfTries:
             return None, False
-        return None, True
+        return None, not self.domains_cut
 
     # --- explaining -------------------------------------------------------------------------
 
@@ -287,7 +334,7 @@ class _Fit:
                 if node is None or self.free[i].get(r, 0) > most:
                     most, node = max(self.free[i].get(r, 0), 0), self.nodes[i].name
             resources.append(ResourceNeed(r, g.requests[r], most, node))
-        rooms = [{i: _room(self.free[i], need) for i in domain[gi]} for domain in self.domains()]
+        rooms = [{i: _room(self.free[i], need) for i in domain[gi]} for domain in self.domains]
         placeable = min(g.count, max((sum(r.values()) for r in rooms), default=0))
         return Shortfall(g.name, g.count, placeable, tuple(resources), self._why(gi, resources, placeable))
 

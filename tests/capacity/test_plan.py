@@ -181,3 +181,38 @@ def test_empty_groups_and_names() -> None:
     assert plan([], nodes, free, max_sets=7).sets == 7  # nothing to place
     with pytest.raises(ValueError, match="unique"):
         plan([PodGroup("w", 1, {}), PodGroup("w", 1, {})], nodes, free)
+
+
+def test_a_workload_too_big_for_the_cluster_is_proven_not_to_fit_without_a_search() -> None:
+    nodes, free = cluster(*(gpu_node(f"n{i:02d}") for i in range(40)))
+    p = plan([PodGroup("w", 400, {GPU: 8})], nodes, free)  # 40 nodes hold 40 of them
+    assert not p.fits and p.exact
+    assert p.shortfall["w"].placeable == 40
+
+
+def test_groups_that_fit_alone_but_need_more_than_there_is_are_proven_not_to_fit() -> None:
+    nodes, free = cluster(*(gpu_node(f"n{i}") for i in range(10)))
+    p = plan([PodGroup("a", 50, {GPU: 1}), PodGroup("b", 40, {GPU: 1})], nodes, free)  # 90 GPUs of 80
+    assert not p.fits and p.exact
+    assert {s.placeable for s in p.shortfall.values()} == {50, 40}
+
+
+def test_past_the_search_size_a_failed_packing_is_not_proven() -> None:
+    # 80 nodes of 8 GPUs: the 5-GPU pods take one on each node, and the 4-GPU pods find 3 left
+    # on every node although 240 GPUs are free in all; 128 pods are too many to search
+    nodes, free = cluster(*(gpu_node(f"n{i:02d}") for i in range(80)))
+    p = plan([PodGroup("a", 80, {GPU: 5}), PodGroup("b", 48, {GPU: 4})], nodes, free)
+    assert not p.fits and not p.exact
+    small = plan([PodGroup("a", 2, {GPU: 5}), PodGroup("b", 1, {GPU: 4})], nodes[:2], free)
+    assert not small.fits and small.exact  # the same on 2 nodes, searched: proven
+
+
+def test_topology_choices_past_the_cap_leave_the_verdict_unproven(monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.capacity.plan as plan_module
+
+    nodes, free = cluster(gpu_node("a", rack="r1"), gpu_node("b", rack="r2"), gpu_node("c", rack="r2"))
+    groups = [PodGroup("w", 2, {GPU: 8}, gang=Gang("g", "rack"))]
+    assert plan(groups, nodes, free).fits  # r2
+    monkeypatch.setattr(plan_module, "MAX_DOMAIN_CHOICES", 1)  # only r1 is tried
+    p = plan(groups, nodes, free)
+    assert not p.fits and not p.exact
