@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from app.capacity.filters import Constraints, static_reason
 from app.capacity.nodes import Node, Taint
-from app.capacity.plan import Gang, PodGroup, plan
+from app.capacity.plan import BUDGET, Gang, PodGroup, _Fit, plan
 from tests.properties import at_least
 
 GPU = "nvidia.com/gpu"
@@ -115,8 +115,19 @@ def test_plans_are_valid_and_exact_on_small_inputs() -> None:
         p = plan(groups, nodes_, free, policy=policy)
         seen["examples"] += 1
         assert p.exact  # small problems stay within the search budget
-        assert p.fits == _brute_force(groups, nodes_, free)
+        exists = _brute_force(groups, nodes_, free)
+        assert p.fits == exists
         assert (p.sets >= 1) == p.fits
+        # the exhaustive search on its own (first-fit rarely leaves it anything to find here)
+        fit = _Fit(groups, nodes_, free, policy)
+        found = next((f for e in fit.domains if (f := fit.search(list(fit.free), e, [BUDGET])) is not None), None)
+        assert (found is not None) == exists
+        if found is not None:
+            seen["the search alone finds a placement"] += 1
+            names = [n.name for n in fit.nodes]
+            by_group = {g.name: gi for gi, g in enumerate(groups)}
+            where = [(by_group[g.name], names[i]) for g, c in zip(fit.groups, found, strict=True) for i in c.elements()]
+            assert _valid(groups, nodes_, free, where)
         if p.fits:
             seen["fits"] += 1
             seen["fits with a topology key"] += any(g.gang and g.gang.topology_key for g in groups)
@@ -136,4 +147,8 @@ def test_plans_are_valid_and_exact_on_small_inputs() -> None:
                 assert 0 <= s.placeable <= g.count and s.reason
 
     check()
-    at_least(seen, fits=0.1, **{"does not fit": 0.3, "fits with a topology key": 0.04})
+    at_least(
+        seen,
+        fits=0.1,
+        **{"does not fit": 0.3, "fits with a topology key": 0.04, "the search alone finds a placement": 0.1},
+    )
