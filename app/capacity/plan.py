@@ -156,6 +156,9 @@ class _Fit:
             why = {i: r for i, n in enumerate(self.nodes) if (r := static_reason(n, g.constraints)) is not None}
             self.reasons.append(why)
             self.eligible.append([i for i in range(len(self.nodes)) if i not in why])
+        self.total_free: Counter[str] = Counter()
+        for f in self.free:
+            self.total_free.update({r: max(n, 0) for r, n in f.items()})
         self.order = sorted(range(len(self.groups)), key=self._size_key)
         self.kinds = [[r for r in need if r != PODS] or [PODS] for need in self.need]  # what allocation counts
         self.domains, self.domains_cut = self._domains()
@@ -163,9 +166,8 @@ class _Fit:
     # --- ordering ---------------------------------------------------------------------------
 
     def _size_key(self, gi: int) -> tuple[Fraction, Fraction, str]:
-        total: Counter[str] = Counter()
-        for f in self.free:
-            total.update({r: max(n, 0) for r, n in f.items()})
+        """Larger pods first: by their largest share of an extended resource, then of a core one."""
+        total = self.total_free
         shares = {r: Fraction(n, max(total[r], 1)) for r, n in self.need[gi].items() if r != PODS}
         ext = max((s for r, s in shares.items() if _extended(r)), default=Fraction(0))
         core = max((s for r, s in shares.items() if not _extended(r)), default=Fraction(0))
