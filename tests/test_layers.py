@@ -3,6 +3,7 @@
     jqlang, documents, problem          (no app imports but their own)
     karta        the format, definitions and their store
     engine       one object + a definition -> the interpretation
+    capacity     nodes' free capacity, the scheduler's filters, the fit of pod groups (pure)
     cluster      cluster I/O: API client, list/watch, owners, direct reads
     model        the watch-maintained model of a cluster (objects, owner index, interpretations)
     fleet        the clusters served: where they come from, one member (connection, model) each
@@ -25,13 +26,16 @@ ALLOWED: dict[str, set[str]] = {
     "karta": {"jqlang", "documents"},
     "engine": {"karta", "jqlang", "documents"},
     "casefiles": {"engine", "karta", "jqlang", "documents"},
-    "cluster": {"engine", "karta", "jqlang", "documents"},
-    "model": {"cluster", "engine", "karta", "jqlang", "documents"},
-    "fleet": {"model", "cluster", "engine", "karta", "jqlang", "documents"},
-    "store": {"fleet", "model", "cluster", "engine", "karta", "jqlang", "documents"},
+    "capacity": {"engine", "karta", "jqlang", "documents"},
+    "cluster": {"capacity", "engine", "karta", "jqlang", "documents"},
+    "model": {"capacity", "cluster", "engine", "karta", "jqlang", "documents"},
+    "fleet": {"capacity", "model", "cluster", "engine", "karta", "jqlang", "documents"},
+    "store": {"capacity", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents"},
     "ui": set(),
-    "service": {"store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "ui"},
-    "cli": {"service", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem", "casefiles"},
+    "service": {"capacity", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem",
+                "ui"},
+    "cli": {"capacity", "service", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents",
+            "problem", "casefiles"},
 }
 
 
