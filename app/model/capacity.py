@@ -12,7 +12,7 @@ what every pod bound to one holds there, for `LiveModel.capacity` and `LiveModel
   an informer event subtracts what the old record held and adds what the new one holds.
   A pod holds nothing unbound or once terminal (phase Succeeded or Failed).
 
-Memory (tests/model/test_capacity_memory.py, tracemalloc, CPython 3.11): a GPU node with 34
+Memory (tests/model/test_capacity_inventory.py, tracemalloc, CPython 3.11): a GPU node with 34
 labels (feature discovery's) costs about 1.8 KB in all (the informer's entry, the view with its
 labels, the inventory's entry and the node's usage), under the 2 KB target; label keys and
 common values are interned, shared by every node. A bound pod adds about 64 bytes to its record

@@ -14,7 +14,7 @@ import asyncio
 import time
 import urllib.error
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,23 +95,32 @@ async def _until(check: Callable[[], T | None], timeout: float = 10.0, what: str
         await asyncio.sleep(0.05)
 
 
-async def _model(kubeconfig: Path) -> tuple[LiveModel, Kube, Evaluator, asyncio.Event]:
-    kube = await Kube.connect(str(kubeconfig))
-    ev = Evaluator("none", 1, 10.0)
-    await ev.start()
-    registry = build_registry(None)
-    m = LiveModel(kube, lambda: registry, ev.interpret)
-    stop = asyncio.Event()
-    m.start(stop)
-    await _until(lambda: m.synced, 60.0, "model synced")
-    return m, kube, ev, stop
+def _with_model(kubeconfig: Path, check: Callable[[LiveModel], Awaitable[None]],
+                namespaces: list[str] | None = None) -> None:
+    """Start a live model as the kubeconfig's user, wait for its sync, run `check` on it, close it."""
+    async def run() -> None:
+        kube = await Kube.connect(str(kubeconfig))
+        ev = Evaluator("none", 1, 10.0)
+        await ev.start()
+        registry = build_registry(None)
+        m = LiveModel(kube, lambda: registry, ev.interpret, namespaces=namespaces)
+        stop = asyncio.Event()
+        m.start(stop)
+        try:
+            await _until(lambda: m.synced, 60.0, "model synced")
+            await check(m)
+        finally:
+            stop.set()
+            await m.close()
+            await ev.close()
+            await kube.close()
+
+    asyncio.run(run())
 
 
-async def _close(m: LiveModel, kube: Kube, ev: Evaluator, stop: asyncio.Event) -> None:
-    stop.set()
-    await m.close()
-    await ev.close()
-    await kube.close()
+def _delete_all(api: ApiServer, paths: list[str]) -> None:
+    for path in paths:
+        _delete(api, path)
 
 
 def _pool(cap: dict[str, Any], label: str, value: str) -> dict[str, Any]:
@@ -163,85 +172,103 @@ def test_capacity_follows_nodes_and_every_bound_pod(apiserver: ApiServer, kubect
         for p in (train, agent_cpu):
             _phase(kubectl, p, "Running")
 
-        async def scenario() -> None:
-            m, kube, ev, stop = await _model(apiserver.kubeconfig("service"))
-            try:
-                def rows() -> dict[str, dict[str, Any]]:
-                    return {r["name"]: r for r in m.nodes(f"wlmap.test/run={sfx}", pools)}
+        async def check(m: LiveModel) -> None:
+            def rows() -> dict[str, dict[str, Any]]:
+                return {r["name"]: r for r in m.nodes(f"wlmap.test/run={sfx}", pools)}
 
-                got, _ = await _until(lambda: len(rows()) == 4 and rows()[cpu]["pods"] == 2 and rows(), 15.0,
-                                      "the four nodes and their pods")
-                g, c, d, k = got[gpu], got[cpu], got[down], got[cordoned]
-                assert g["allocatable"] == {"cpu": 64000, "memory": 512 * GIB, "nvidia.com/gpu": 8, "pods": 110}
-                assert g["requested"] == {"cpu": 3100, "memory": 9 * GIB + 128 * MIB, "nvidia.com/gpu": 4, "pods": 2}
-                assert g["free"] == {"cpu": 60900, "memory": 503 * GIB - 128 * MIB, "nvidia.com/gpu": 4, "pods": 108}
-                assert g["pool"] == {"label": PRODUCT, "value": product} and g["pods"] == 2
-                assert g["ready"] and g["schedulable"] and not g["unschedulable"]
-                # as the API server keeps them (its admission adds node.kubernetes.io/not-ready on create)
-                spec = (await asyncio.to_thread(apiserver.call, "GET", f"/api/v1/nodes/{gpu}"))["spec"]
-                assert g["taints"] == [{"key": t["key"], "value": t.get("value"), "effect": t["effect"]}
-                                       for t in spec["taints"]]
-                assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in g["taints"]
-                assert g["labels"][POOL] == f"gpu-{sfx}"
-                assert c["requested"] == {"cpu": 4100, "memory": 4 * GIB + 128 * MIB, "pods": 2}
-                assert c["free"] == {"cpu": 11900, "memory": 60 * GIB - 128 * MIB, "pods": 108}
-                assert d["requested"] == {"pods": 0} and not d["ready"] and not d["schedulable"]
-                assert k["requested"] == {"cpu": 2000, "memory": 2 * GIB, "pods": 1}
-                assert k["ready"] and k["unschedulable"] and not k["schedulable"]
-                assert [r["name"] for r in m.nodes(f"{PRODUCT}={product}", pools)] == [gpu]
+            got, _ = await _until(lambda: len(rows()) == 4 and rows()[cpu]["pods"] == 2 and rows(), 15.0,
+                                  "the four nodes and their pods")
+            g, c, d, k = got[gpu], got[cpu], got[down], got[cordoned]
+            assert g["allocatable"] == {"cpu": 64000, "memory": 512 * GIB, "nvidia.com/gpu": 8, "pods": 110}
+            assert g["requested"] == {"cpu": 3100, "memory": 9 * GIB + 128 * MIB, "nvidia.com/gpu": 4, "pods": 2}
+            assert g["free"] == {"cpu": 60900, "memory": 503 * GIB - 128 * MIB, "nvidia.com/gpu": 4, "pods": 108}
+            assert g["pool"] == {"label": PRODUCT, "value": product} and g["pods"] == 2
+            assert g["ready"] and g["schedulable"] and not g["unschedulable"]
+            # as the API server keeps them (its admission adds node.kubernetes.io/not-ready on create)
+            spec = (await asyncio.to_thread(apiserver.call, "GET", f"/api/v1/nodes/{gpu}"))["spec"]
+            assert g["taints"] == [{"key": t["key"], "value": t.get("value"), "effect": t["effect"]}
+                                   for t in spec["taints"]]
+            assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"} in g["taints"]
+            assert g["labels"][POOL] == f"gpu-{sfx}"
+            assert c["requested"] == {"cpu": 4100, "memory": 4 * GIB + 128 * MIB, "pods": 2}
+            assert c["free"] == {"cpu": 11900, "memory": 60 * GIB - 128 * MIB, "pods": 108}
+            assert d["requested"] == {"pods": 0} and not d["ready"] and not d["schedulable"]
+            assert k["requested"] == {"cpu": 2000, "memory": 2 * GIB, "pods": 1}
+            assert k["ready"] and k["unschedulable"] and not k["schedulable"]
+            assert [r["name"] for r in m.nodes(f"{PRODUCT}={product}", pools)] == [gpu]
 
-                cap = m.capacity(pools)
-                assert cap["available"] and cap["state"] == "ready" and cap["reason"] is None
-                assert cap["partial"] is None and cap["watching"]
-                assert cap["nodes"]["total"] >= 4 and cap["resources"]["nvidia.com/gpu"]["allocatable"] >= 8
-                gp = _pool(cap, PRODUCT, product)
-                assert gp["nodes"] == {"total": 1, "ready": 1, "schedulable": 1}
-                assert gp["resources"]["nvidia.com/gpu"] == {
-                    "allocatable": 8, "requested": 4, "free": 4, "largestFree": {"amount": 4, "node": gpu}}
-                cp = _pool(cap, POOL, cpu_pool)
-                assert cp["nodes"] == {"total": 3, "ready": 2, "schedulable": 1}
-                assert cp["resources"]["cpu"] == {
-                    "allocatable": 48000, "requested": 6100, "free": 41900,
-                    "largestFree": {"amount": 11900, "node": cpu}}  # the cordoned and NotReady nodes take none
-                assert cp["resources"]["pods"]["requested"] == 3
-                assert "nvidia.com/gpu" not in cp["resources"]
+            cap = m.capacity(pools)
+            assert cap["available"] and cap["state"] == "ready" and cap["reason"] is None
+            assert cap["partial"] is None and cap["watching"]
+            assert cap["nodes"]["total"] >= 4 and cap["resources"]["nvidia.com/gpu"]["allocatable"] >= 8
+            gp = _pool(cap, PRODUCT, product)
+            assert gp["nodes"] == {"total": 1, "ready": 1, "schedulable": 1}
+            assert gp["resources"]["nvidia.com/gpu"] == {
+                "allocatable": 8, "requested": 4, "free": 4, "largestFree": {"amount": 4, "node": gpu}}
+            cp = _pool(cap, POOL, cpu_pool)
+            assert cp["nodes"] == {"total": 3, "ready": 2, "schedulable": 1}
+            assert cp["resources"]["cpu"] == {
+                "allocatable": 48000, "requested": 6100, "free": 41900,
+                "largestFree": {"amount": 11900, "node": cpu}}  # the cordoned and NotReady nodes take none
+            assert cp["resources"]["pods"]["requested"] == 3
+            assert "nvidia.com/gpu" not in cp["resources"]
 
-                # changes: a pod deleted, one failed, one bound, a node cordoned, a node deleted
-                t0 = time.monotonic()
-                await asyncio.to_thread(_delete, apiserver, pods[0])  # train: the 4 GPUs are free again
-                await asyncio.to_thread(_phase, kubectl, agent_cpu, "Failed")
-                await _until(lambda: rows()[gpu]["free"]["nvidia.com/gpu"] == 8 and rows()[gpu]["pods"] == 1
-                             and rows()[cpu]["requested"] == {"cpu": 4000, "memory": 4 * GIB, "pods": 1},
-                             5.0, "a deleted and a failed pod give their capacity back")
-                await asyncio.to_thread(apiserver.call, "POST", f"/api/v1/namespaces/{ns_a}/pods/waiting/binding",
-                                        {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "waiting"},
-                                         "target": {"apiVersion": "v1", "kind": "Node", "name": gpu}})
-                await _until(lambda: rows()[gpu]["requested"]["cpu"] == 1100 and rows()[gpu]["pods"] == 2,
-                             5.0, "a pod bound by the binding subresource holds capacity")
-                await asyncio.to_thread(kubectl.patch, f"/api/v1/nodes/{cpu}", {"spec": {"unschedulable": True}})
-                await asyncio.to_thread(_delete, apiserver, f"/api/v1/nodes/{down}")
-                after, _ = await _until(
-                    lambda: (p := _pool(m.capacity(pools), POOL, cpu_pool))["nodes"]["total"] == 2
-                    and p["nodes"]["schedulable"] == 0 and p, 5.0, "a cordon and a deleted node")
-                assert after["nodes"] == {"total": 2, "ready": 2, "schedulable": 0}
-                assert after["resources"]["cpu"]["largestFree"] is None  # no schedulable node left in the pool
-                assert after["resources"]["cpu"]["allocatable"] == 32000
-                assert sorted(rows()) == sorted([gpu, cpu, cordoned])
-                print(f"changes followed in {time.monotonic() - t0:.2f} s")
-                status = m.status()["capacity"]
-                assert status["state"] == "ready" and status["nodes"] >= 3
-            finally:
-                await _close(m, kube, ev, stop)
+            # changes: a pod deleted, one failed, one bound, a node cordoned, a node deleted; each is
+            # seen within 5 s (the seconds after the last write are printed: the issue's target is 1 s)
+            took = []
+            await asyncio.to_thread(_delete, apiserver, pods[0])  # train: the 4 GPUs are free again
+            await asyncio.to_thread(_phase, kubectl, agent_cpu, "Failed")
+            took.append((await _until(lambda: rows()[gpu]["free"]["nvidia.com/gpu"] == 8 and rows()[gpu]["pods"] == 1
+                         and rows()[cpu]["requested"] == {"cpu": 4000, "memory": 4 * GIB, "pods": 1},
+                         5.0, "a deleted and a failed pod give their capacity back"))[1])
+            await asyncio.to_thread(apiserver.call, "POST", f"/api/v1/namespaces/{ns_a}/pods/waiting/binding",
+                                    {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "waiting"},
+                                     "target": {"apiVersion": "v1", "kind": "Node", "name": gpu}})
+            took.append((await _until(lambda: rows()[gpu]["requested"]["cpu"] == 1100 and rows()[gpu]["pods"] == 2,
+                                      5.0, "a pod bound by the binding subresource holds capacity"))[1])
+            await asyncio.to_thread(kubectl.patch, f"/api/v1/nodes/{cpu}", {"spec": {"unschedulable": True}})
+            await asyncio.to_thread(_delete, apiserver, f"/api/v1/nodes/{down}")
+            after, secs = await _until(
+                lambda: (p := _pool(m.capacity(pools), POOL, cpu_pool))["nodes"]["total"] == 2
+                and p["nodes"]["schedulable"] == 0 and p, 5.0, "a cordon and a deleted node")
+            took.append(secs)
+            assert after["nodes"] == {"total": 2, "ready": 2, "schedulable": 0}
+            assert after["resources"]["cpu"]["largestFree"] is None  # no schedulable node left in the pool
+            assert after["resources"]["cpu"]["allocatable"] == 32000
+            assert sorted(rows()) == sorted([gpu, cpu, cordoned])
+            print("changes seen after", ", ".join(f"{t:.3f} s" for t in took))
+            status = m.status()["capacity"]
+            assert status["state"] == "ready" and status["nodes"] >= 3
 
-        asyncio.run(scenario())
+        _with_model(apiserver.kubeconfig("service"), check)
     finally:
-        for path in pods:
-            _delete(apiserver, path)
-        for n in (gpu, cpu, down, cordoned):
-            _delete(apiserver, f"/api/v1/nodes/{n}")
-        _delete(apiserver, f"/apis/apps/v1/namespaces/{ns_b}/daemonsets/agent")
-        for ns in (ns_a, ns_b):
-            _delete(apiserver, f"/api/v1/namespaces/{ns}")
+        _delete_all(apiserver, pods + [f"/api/v1/nodes/{n}" for n in (gpu, cpu, down, cordoned)]
+                    + [f"/apis/apps/v1/namespaces/{ns_b}/daemonsets/agent"]
+                    + [f"/api/v1/namespaces/{ns}" for ns in (ns_a, ns_b)])
+
+
+def test_a_model_of_some_namespaces_counts_their_pods_and_says_it_is_partial(
+        apiserver: ApiServer, kubectl: Kubectl) -> None:
+    sfx = uuid.uuid4().hex[:6]
+    mine, other, node = f"capl-{sfx}-mine", f"capl-{sfx}-other", f"capl-{sfx}-n"
+    for ns in (mine, other):
+        kubectl.ensure_namespace(ns)
+    paths = [f"/api/v1/namespaces/{ns}/pods/p" for ns in (mine, other)]
+    try:
+        _node(apiserver, node, {"wlmap.test/run": sfx}, {"cpu": "8", "memory": "32Gi", "pods": "10"})
+        for ns in (mine, other):
+            kubectl.apply(_pod(ns, "p", node, [{"cpu": "1", "memory": "1Gi"}]))
+
+        async def check(m: LiveModel) -> None:
+            row, _ = await _until(lambda: (r := m.nodes(f"wlmap.test/run={sfx}")) and r[0]["pods"] == 1 and r[0],
+                                  10.0, "the node with the watched namespace's pod")
+            assert row["requested"] == {"cpu": 1000, "memory": GIB, "pods": 1}  # the other namespace's: unseen
+            cap = m.capacity()
+            assert cap["available"] and mine in cap["partial"] and "not subtracted" in cap["partial"]
+
+        _with_model(apiserver.kubeconfig("service"), check, namespaces=[mine])
+    finally:
+        _delete_all(apiserver, paths + [f"/api/v1/nodes/{node}"] + [f"/api/v1/namespaces/{ns}" for ns in (mine, other)])
 
 
 READABLE = ["pods", "events", "customresourcedefinitions", "jobsets", "jobs", "deployments", "replicasets",
@@ -268,25 +295,20 @@ def test_without_the_right_to_list_nodes_capacity_says_so_and_workloads_still_sy
         kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig", token, sa)
         kubectl.apply(_pod(ns, "solo", None, [{"cpu": "1", "memory": "1Gi"}]))  # a bare pod: a workload
 
-        async def scenario() -> None:
-            m, kube, ev, stop = await _model(kubeconfig)
-            try:
-                await _until(lambda: any(r["workload"]["name"] == "solo" and r["workload"]["namespace"] == ns
-                                         for r, _ in m.rows()), 10.0, "the workload's row")
-                cap, _ = await _until(lambda: (c := m.capacity())["state"] == "forbidden" and c, 10.0,
-                                      "capacity forbidden")
-                assert cap["available"] is False and "may not list nodes" in cap["reason"]
-                assert set(cap) == {"available", "state", "reason", "partial", "watching"}  # no figure leaks
-                with pytest.raises(CapacityUnavailable, match="may not list nodes"):
-                    m.nodes()
-                assert m.status()["capacity"]["state"] == "forbidden" and m.synced
-            finally:
-                await _close(m, kube, ev, stop)
+        async def check(m: LiveModel) -> None:
+            await _until(lambda: any(r["workload"]["name"] == "solo" and r["workload"]["namespace"] == ns
+                                     for r, _ in m.rows()), 10.0, "the workload's row")
+            cap, _ = await _until(lambda: (c := m.capacity())["state"] == "forbidden" and c, 10.0,
+                                  "capacity forbidden")
+            assert cap["available"] is False and "may not list nodes" in cap["reason"]
+            assert set(cap) == {"available", "state", "reason", "partial", "watching"}  # no figure leaks
+            with pytest.raises(CapacityUnavailable, match="may not list nodes"):
+                m.nodes()
+            assert m.status()["capacity"]["state"] == "forbidden" and m.synced
 
-        asyncio.run(scenario())
+        _with_model(kubeconfig, check)
     finally:
-        _delete(apiserver, f"/api/v1/namespaces/{ns}/pods/solo")
-        _delete(apiserver, f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}")
-        _delete(apiserver, f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}")
-        _delete(apiserver, f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}")
-        _delete(apiserver, f"/api/v1/namespaces/{ns}")
+        _delete_all(apiserver, [f"/api/v1/namespaces/{ns}/pods/solo",
+                                f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
+                                f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
+                                f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}", f"/api/v1/namespaces/{ns}"])
