@@ -63,6 +63,8 @@ FEATURE_RULES: list[tuple[str, str, str, str, str]] = [
     ("apiextensions.k8s.io", "customresourcedefinitions", "get, list, watch", "cluster",
      "the live model notices kinds coming and going, metadata only (`config.cache`); so does a Karta's "
      "CRDExists condition (`kartas.manage`)"),
+    ("", "nodes", "get, list, watch", "cluster",
+     "the live model's capacity inventory: nodes' allocatable, labels, taints, cordon, readiness (`config.cache`)"),
     ("run.ai", "kartas", "patch", "cluster",
      "the run.ai/karta-group, -version and -kind labels of Karta resources (`kartas.manage`)"),
     ("run.ai", "kartas/status", "patch", "cluster", "the conditions of Karta resources (`kartas.manage`)"),

@@ -27,6 +27,12 @@ BYTE_RESOURCES = frozenset({"memory", "ephemeral-storage", "storage"})
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 Amounts = dict[str, int]
+# A pod's requests as a mapping, or as (resource, amount) pairs (what a caller keeps compactly)
+Requests = Mapping[str, int] | Iterable[tuple[str, int]]
+
+
+def _pairs(requests: Requests) -> Iterable[tuple[str, int]]:
+    return requests.items() if isinstance(requests, Mapping) else requests
 
 
 def units(resource: str, quantity: Quantity) -> int:
@@ -123,7 +129,7 @@ class Node:
         """The view of a Node object (its JSON form, a plain dict)."""
         meta, spec, status = as_mapping(obj.get("metadata")), as_mapping(obj.get("spec")), as_mapping(obj.get("status"))
         return cls(
-            str(meta.get("name") or ""),
+            sys.intern(str(meta.get("name") or "")),  # shared with what its pods hold (their node's name)
             labels={sys.intern(str(k)): sys.intern(str(v)) for k, v in as_mapping(meta.get("labels")).items()},
             taints=_taints(spec.get("taints")),
             unschedulable=spec.get("unschedulable") is True,
@@ -144,13 +150,13 @@ class Usage:
         self.requested: Amounts = {}
         self.pods = 0
 
-    def add(self, requests: Mapping[str, int]) -> None:
-        for name, n in requests.items():
+    def add(self, requests: Requests) -> None:
+        for name, n in _pairs(requests):
             self.requested[name] = self.requested.get(name, 0) + n
         self.pods += 1
 
-    def remove(self, requests: Mapping[str, int]) -> None:
-        for name, n in requests.items():
+    def remove(self, requests: Requests) -> None:
+        for name, n in _pairs(requests):
             left = self.requested.get(name, 0) - n
             if left:
                 self.requested[name] = left
@@ -209,16 +215,27 @@ class Inventory:
         if held is None:
             return
         self._held[key] = held
-        self.usage.setdefault(held[0], Usage()).add(held[1])
+        self.hold(*held)
 
     def remove_pod(self, key: str) -> None:
         held = self._held.pop(key, None)
-        if held is None:
+        if held is not None:
+            self.release(*held)
+
+    def hold(self, node: str, requests: Requests) -> None:
+        """One pod bound to `node` holds `requests` there. With `release`, the usage side alone:
+        for a caller that keeps what each pod holds itself (the live model's pod records), so
+        the inventory keeps nothing per pod."""
+        self.usage.setdefault(node, Usage()).add(requests)
+
+    def release(self, node: str, requests: Requests) -> None:
+        """The pod that held `requests` on `node` holds them no more (ended, deleted, moved)."""
+        usage = self.usage.get(node)
+        if usage is None:
             return
-        usage = self.usage[held[0]]
-        usage.remove(held[1])
+        usage.remove(requests)
         if not usage.pods:
-            del self.usage[held[0]]
+            del self.usage[node]
 
     def free(self) -> dict[str, Amounts]:
         """Node name -> its free amounts (see `free`)."""

@@ -143,6 +143,7 @@ class Resource:
 PODS = Resource("", "v1", "Pod", "pods", True)
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 EVENTS = Resource("", "v1", "Event", "events", True)
+NODES = Resource("", "v1", "Node", "nodes", False)
 KARTAS = Resource("run.ai", "v1alpha1", "Karta", "kartas", False)
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 

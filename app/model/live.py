@@ -14,6 +14,10 @@ Data flow:
   object (resourceVersion) or its definition (digest) changed; its summary row (with the ready
   count from the owner index) is compared with the one last published, and a change becomes an
   ADDED / MODIFIED / DELETED event for the streams.
+* **capacity** (model/capacity.py): Nodes are watched too, and every pod event (of any pod,
+  workload's or not) hands what the old and the new record hold on their node to the
+  inventory; `capacity` and `nodes` read it, and say when it is withheld (no right to list
+  nodes) or partial (`--namespaces`).
 * **reads** (`describe`, `summaries`, `fetch`): from memory, with the same rules and
   messages as a direct read (cluster/workloads.py), which the service falls back to until the
   model is synced.
@@ -25,7 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +45,9 @@ from ..cluster.diagnosis import (
     row_reason,
 )
 from ..cluster.informer import Backoff, Informer, cancel_all, sleep_or_stop
-from ..cluster.kube import CRDS, EVENTS, PODS, Kube, KubeError, Resource
+from ..cluster.kube import CRDS, EVENTS, NODES, PODS, Kube, KubeError, Resource
 from ..cluster.reader import Found, Reader
+from ..cluster.selectors import Selector
 from ..cluster.views import ListRules, enveloped, events_shown, with_diagnosis
 from ..cluster.workloads import (
     Allow,
@@ -60,6 +65,7 @@ from ..engine.pool import BACKGROUND  # this model's loops evaluate for no calle
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
+from .capacity import DEFAULT_POOL_LABELS, CapacityUnavailable, ClusterCapacity
 from .events import EventLog, TokenError
 from .kinds import GK, KindWatch
 from .owners import OwnerGraph
@@ -166,6 +172,9 @@ class LiveModel(Reader):
         # answer to the store.  Both None: the model of one process, as always.
         self.namespace_filter: Callable[[str], bool] | None = None
         self.exporter: Callable[[str], None] | None = None
+        # Nodes and what every watched pod holds on its node (model/capacity.py); not part of
+        # `synced`: a cluster whose Nodes the service may not list still serves its workloads
+        self.capacity_inventory = ClusterCapacity()
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, stop: asyncio.Event) -> None:
@@ -187,6 +196,15 @@ class LiveModel(Reader):
                 self._event_informers.append(inf)
                 self._tasks.append(asyncio.create_task(inf.run(stop), name=f"informer-{inf.name}"))
             self._tasks.append(asyncio.create_task(self._prune_loop(), name="model-prune-events"))
+        nodes = Informer(
+            self.kube,
+            NODES,
+            self.capacity_inventory.keep_node,
+            self.capacity_inventory.on_node,
+            scope=self.cluster,
+        )
+        self.capacity_inventory.informer = nodes
+        self._tasks.append(asyncio.create_task(nodes.run(stop), name=f"informer-{nodes.name}"))
 
     async def close(self) -> None:
         for kw in list(self.kinds.values()) + ([self._crd] if self._crd else []):
@@ -199,6 +217,8 @@ class LiveModel(Reader):
         for kw in list(self.kinds.values()) + ([self._crd] if self._crd else []):
             for inf in kw.informers:
                 inf.poke()
+        if self.capacity_inventory.informer is not None:
+            self.capacity_inventory.informer.poke()
         self._replan.set()
 
     def definitions_changed(self) -> None:
@@ -281,6 +301,7 @@ class LiveModel(Reader):
                 "evicted": self.warnings.evictions,
                 "informers": [i.status() for i in self._event_informers],
             },
+            "capacity": self._capacity_status(),
             "resumeToken": self.events.token(),
             "freshness": self.freshness(),
         }
@@ -449,9 +470,11 @@ class LiveModel(Reader):
         return keep
 
     def _handler(self, kw: KindWatch) -> Callable[[str, Any, Any, Any], None]:
-        workload = kw.definition is not None
+        workload, is_pod = kw.definition is not None, kw.is_pod
 
         def on_event(type_: str, key: Any, old: Obj | None, new: Obj | None) -> None:
+            if is_pod:  # every pod, of a workload or not: what it holds on its node
+                self.capacity_inventory.on_pod(old.held if old else None, new.held if new else None)
             if new is not None:
                 if old is not None and old.uid != new.uid:
                     self._dirty |= self.graph.drop(old.uid)
@@ -871,6 +894,80 @@ class LiveModel(Reader):
             self.namespaces,
             self.freshness(),
         )
+
+    # -- capacity ---------------------------------------------------------------------------
+    def _capacity_state(self) -> tuple[str, str | None]:
+        kw = self.kinds.get(("", "Pod"))
+        return self.capacity_inventory.state(kw.informers if kw is not None else None)
+
+    def capacity_partial(self) -> str | None:
+        """Why some bound pods are not counted (None: every pod of the cluster is)."""
+        if self.namespaces is not None:
+            return (
+                f"pods are counted in the watched namespaces only ({', '.join(self.namespaces)}); "
+                "pods of other namespaces hold capacity that is not subtracted"
+            )
+        if self.namespace_filter is not None:
+            return "pods are counted in this shard's namespaces only"
+        return None
+
+    def capacity(self, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS) -> dict[str, Any]:
+        """The cluster's capacity from memory (no API request):
+
+        - `available`: false when the figures are withheld, `reason` says why (the service may
+          not list nodes or pods: `state` "forbidden"; the lists have not arrived: "starting";
+          else "unavailable"), and no other figure is given;
+        - `partial`: None, or why pods of some namespaces are not counted (`--namespaces`, a
+          shard's share): free is then an upper bound;
+        - `watching`: the node watch is open (false: figures of the last list, reconnecting);
+        - `nodes`: {total, ready, schedulable} (schedulable: Ready and not cordoned);
+        - `resources`: per resource (sorted; `cpu` in millicores, bytes for memory-like ones,
+          counts for the rest, `pods` = bound pods), {allocatable, requested, free} summed over
+          every node (free may be negative: over-committed nodes), and `largestFree`: the most
+          free on one schedulable node, {amount, node} (ties: the name that sorts first), None
+          when no schedulable node has the resource;
+        - `pools`: per node pool, the node's first label among `pool_labels` ({label, value};
+          nodes with none: label and value None, last), each with the same `nodes` and
+          `resources`; ordered by the label's place in `pool_labels`, then value;
+        - `podsOnUnknownNodes`: pods bound to a node the model does not hold (not in figures).
+        """
+        state, reason = self._capacity_state()
+        head: dict[str, Any] = {
+            "available": state == "ready",
+            "state": state,
+            "reason": reason,
+            "partial": self.capacity_partial(),
+            "watching": self.capacity_inventory.watching,
+        }
+        if state != "ready":
+            return head
+        return head | self.capacity_inventory.summary(pool_labels)
+
+    def nodes(
+        self, label_selector: str | Selector | None = None, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS
+    ) -> list[dict[str, Any]]:
+        """Every node (matching `label_selector`, the list routes' grammar), sorted by name:
+        {name, labels, pool ({label, value} or None), taints ([{key, value, effect}]),
+        unschedulable, ready, schedulable, allocatable, requested, free (per resource, the
+        units of `capacity`; `requested.pods`: bound pods), pods (bound pods)}.
+        Raises CapacityUnavailable (the reason of `capacity`) when the figures are withheld,
+        SelectorError when the selector does not parse."""
+        state, reason = self._capacity_state()
+        if state != "ready":
+            raise CapacityUnavailable(reason or state)
+        return self.capacity_inventory.node_rows(label_selector, pool_labels)
+
+    def _capacity_status(self) -> dict[str, Any]:
+        state, reason = self._capacity_state()
+        inv = self.capacity_inventory.inventory
+        inf = self.capacity_inventory.informer
+        return {
+            "state": state,
+            "reason": reason,
+            "nodes": len(inv.nodes),
+            "podsHolding": sum(u.pods for u in inv.usage.values()),
+            "informer": inf.status() if inf is not None else None,
+        }
 
     def rows(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
         """Every published row with the facts behind it (for the workload metrics)."""

@@ -23,6 +23,7 @@ from ..engine.interpret import strip_noise
 from ..jqlang import JqParseError, parse
 from ..jqlang.paths import Tree, merge, needs, project
 from ..karta.load import Definition
+from .capacity import Held, held_by
 from .packing import Packer, unpack
 
 # (group, kind, name, uid, controller, version)
@@ -80,6 +81,9 @@ class Obj:
     symptoms: tuple[Symptom, ...] = NONE
     scheduled: bool = False
     dictionary: bytes | None = None  # what `body` was packed against (None: not packed)
+    # pods: the capacity it holds on its node (model/capacity.py: Held), None when it holds none
+    # (unbound, terminal); read from the whole object, whose container resources are not kept
+    held: Held | None = None
 
     def object(self) -> dict[str, Any]:
         if self.body is None:
@@ -175,6 +179,7 @@ def record(
     )
     if is_pod:
         rec.ready, rec.symptoms, rec.scheduled = pod_ready(obj), pod_symptoms(obj), scheduled(obj)
+        rec.held = held_by(obj)
     return rec
 
 

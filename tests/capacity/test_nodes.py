@@ -183,3 +183,14 @@ def test_the_inventory_follows_pods_coming_and_going() -> None:
 
 def test_a_node_without_pod_slots_has_none_free() -> None:
     assert free(Node("n", allocatable={"cpu": 1000})) == {"cpu": 1000, "pods": 0}
+
+
+def test_inventory_hold_and_release() -> None:
+    inv = Inventory()
+    inv.hold("a", {"cpu": 500})
+    inv.hold("a", (("cpu", 250), ("nvidia.com/gpu", 1)))  # requests as pairs, as a caller keeps them
+    assert inv.usage["a"].requested == {"cpu": 750, "nvidia.com/gpu": 1} and inv.usage["a"].pods == 2
+    inv.release("a", (("cpu", 250), ("nvidia.com/gpu", 1)))
+    inv.release("b", {"cpu": 1})  # a node nothing holds: nothing to give back
+    inv.release("a", {"cpu": 500})
+    assert inv.usage == {}

@@ -172,6 +172,7 @@ REVIEWS = {("authentication.k8s.io", "tokenreviews", "create"),
 KARTAS = {("run.ai", "kartas", v) for v in ("get", "list", "watch")}
 CRDS = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("get", "list", "watch")}
 EVENTS = {("", "events", v) for v in ("get", "list", "watch")}  # the diagnosis reads Warning Events
+NODES = {("", "nodes", v) for v in ("get", "list", "watch")}  # the model's capacity inventory
 
 
 # -- lint, schema, render (no cluster) -------------------------------------------------------
@@ -275,7 +276,7 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     objs = objects(render())
     role = named(objs, "ClusterRole", FULLNAME)
     rules = role["rules"]
-    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | REVIEWS | EVENTS
+    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | NODES | REVIEWS | EVENTS
     for rule in rules:
         assert "*" not in rule.get("apiGroups", []) + rule["resources"] + rule["verbs"]
         assert "secrets" not in rule["resources"] and not rule.get("nonResourceURLs")
@@ -586,10 +587,10 @@ def test_cache_and_watch_namespaces_become_env() -> None:
 
 
 def test_crd_watch_rule_follows_the_cache() -> None:
-    """The model (config.cache) watches CustomResourceDefinitions; direct reads do not need it."""
-    assert CRDS <= rule_set(named(objects(render()), "ClusterRole", FULLNAME)["rules"])
+    """The model (config.cache) watches CustomResourceDefinitions and Nodes; direct reads do not need them."""
+    assert CRDS | NODES <= rule_set(named(objects(render()), "ClusterRole", FULLNAME)["rules"])
     off = rule_set(named(objects(render({"config": {"cache": False}})), "ClusterRole", FULLNAME)["rules"])
-    assert not CRDS & off and off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS
+    assert not (CRDS | NODES) & off and off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS
 
 
 def test_patch_rules_follow_actions() -> None:
@@ -887,6 +888,19 @@ def test_service_reads_its_definitions_with_the_chart_rbac(release: dict[str, An
     mine = [d for d in body["items"] if d["kind"] == "BatchTask"]
     assert [(d["source"], d["state"], d["origin"]) for d in mine] == [
         ("configmap", "active", f"configmap:{RELEASE_NS}/{cm}/batchtask.yaml")]
+
+
+def test_the_chart_rbac_lets_the_model_keep_its_capacity_inventory(release: dict[str, Any]) -> None:
+    """config.cache (the default): the chart grants nodes get/list/watch, so the live model's
+    node watch is not refused and its capacity inventory is kept."""
+    c = release["server"].client()
+
+    def capacity() -> dict[str, Any] | None:
+        cap = c.get("/model", headers=ADMIN).json().get("capacity") or {}
+        return cap if cap.get("state") == "ready" else None
+
+    cap, _ = eventually(capacity, timeout=20, what="the model's capacity inventory ready")
+    assert cap["informer"]["state"] == "synced" and cap["reason"] is None
 
 
 def _train(kubectl: Kubectl, ns: str, name: str) -> dict[str, Any]:
