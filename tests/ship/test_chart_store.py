@@ -52,9 +52,17 @@ from .test_helm_chart import (
     sa_token,
 )
 
-# The chart before the sharded layout: the single-process render must stay exactly this one.  Move
-# it forward only when the single-process chart changes on purpose.
+# The chart before the sharded layout: the single-process render must stay exactly this one, but
+# for the changes made on purpose since, each named here by its template and the text it added.
 BASELINE = "3251db6"
+ON_PURPOSE = [
+    ("workload-map/templates/clusterrole.yaml",  # issue 30: the capacity inventory watches Nodes
+     '  # ...and Nodes, for its capacity inventory (allocatable, labels, taints, cordon, readiness);\n'
+     '  # without this rule workloads are served as before and capacity says it is unavailable.\n'
+     '  - apiGroups: [""]\n'
+     '    resources: ["nodes"]\n'
+     '    verbs: ["get", "list", "watch"]\n'),
+]
 
 URL = "rediss://valkey.example.com:6380/2"
 STORE_URL: dict[str, Any] = {"store": {"url": URL, "passwordSecret": {"name": "valkey-auth", "key": "pw"},
@@ -147,6 +155,9 @@ def test_without_a_store_the_render_is_the_one_before(values: dict[str, Any], tm
     for opts in ({}, {"is_upgrade": True}):
         a = nonempty(before.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
         b = nonempty(now.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
+        for template, added in ON_PURPOSE:
+            if template in b and added in b[template]:
+                b[template] = b[template].replace(added, "", 1)
         assert sorted(a) == sorted(b)
         for template in a:
             assert a[template] == b[template], template
