@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..capacity.nodes import show
 from ..cluster.kube import NODES
 from ..cluster.listing import ListQuery, QueryError, page_token, parse_query
 from ..cluster.reader import Allow
@@ -45,6 +46,36 @@ async def may_list_nodes(allow: Allow) -> bool:
     return await allow("list", NODES, None, None)
 
 
+def _resources_shown(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, r in resources.items():
+        best = r["largestFree"]
+        out[name] = {
+            **r,
+            "largestFree": best and {**best, "quantity": show(name, best["amount"])},
+            "allocatableQuantity": show(name, r["allocatable"]),
+            "requestedQuantity": show(name, r["requested"]),
+            "freeQuantity": show(name, r["free"]),
+        }
+    return out
+
+
+def shown(cap: dict[str, Any]) -> dict[str, Any]:
+    """A capacity answer with each integer figure also as a quantity (as `totals` gives
+    `requests` beside `requestValues`): `freeQuantity: "60900m"` beside `free: 60900`."""
+    if "resources" not in cap:
+        return cap
+    pools = [{**p, "resources": _resources_shown(p["resources"])} for p in cap["pools"]]
+    return {**cap, "resources": _resources_shown(cap["resources"]), "pools": pools}
+
+
+def _node_shown(row: dict[str, Any]) -> dict[str, Any]:
+    return row | {
+        f"{k}Quantities": {name: show(name, n) for name, n in row[k].items()}
+        for k in ("allocatable", "requested", "free")
+    }
+
+
 def live_model(member: Member) -> LiveModel:
     """The member's live model, which keeps the inventory (else CapacityUnavailable: why not)."""
     model = member.model
@@ -60,7 +91,7 @@ def figures(member: Member | None, pool_labels: Sequence[str]) -> dict[str, Any]
     if member is None:
         return _unavailable("the cluster is not connected")
     try:
-        return live_model(member).capacity(pool_labels)
+        return shown(live_model(member).capacity(pool_labels))
     except CapacityUnavailable as e:
         return _unavailable(str(e))
 
@@ -127,7 +158,7 @@ def node_page(
     return {
         "metadata": {"continue": token} if token else {},
         "cluster": member.name,
-        "items": rows,
+        "items": [_node_shown(r) for r in rows],
         "partial": model.capacity_partial(),
         "watching": model.capacity_inventory.watching,
     }

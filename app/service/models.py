@@ -623,8 +623,9 @@ class PhaseTotals(_M):
 # -- capacity (GET /clusters, /clusters/{cluster}/nodes) -----------------------------------------
 
 CAPACITY_UNITS = (
-    "integers: `cpu` in millicores, memory-like resources (memory, ephemeral-storage, hugepages-*) in "
-    "bytes, every other resource (GPUs, MIG slices, extended resources) as a count, `pods` as pods"
+    "integers (each also as a quantity beside it): `cpu` in millicores, memory-like resources (memory, "
+    "ephemeral-storage, hugepages-*) in bytes, every other resource (GPUs, MIG slices, extended resources) "
+    "as a count, `pods` as pods"
 )
 
 
@@ -636,6 +637,7 @@ class NodeCounts(_M):
 
 class LargestFree(_M):
     amount: int
+    quantity: str = Field(description="the amount as a Kubernetes quantity")
     node: str
 
 
@@ -647,6 +649,9 @@ class ResourceCapacity(_M):
         description="the most free on one schedulable node (ties: the name that sorts first); null when no "
         "schedulable node has the resource"
     )
+    allocatableQuantity: str = Field(description="`allocatable` as a Kubernetes quantity (`64`, `512Gi`)")
+    requestedQuantity: str = Field(description="`requested` as a quantity (`3100m`)")
+    freeQuantity: str = Field(description="`free` as a quantity")
 
 
 class PoolCapacity(_M):
@@ -700,6 +705,9 @@ class NodeCapacity(_M):
     allocatable: dict[str, int] = Field(description=CAPACITY_UNITS)
     requested: dict[str, int] = Field(description="what bound, non-terminal pods request (`pods`: bound pods)")
     free: dict[str, int]
+    allocatableQuantities: dict[str, str] = Field(description="`allocatable` as Kubernetes quantities")
+    requestedQuantities: dict[str, str]
+    freeQuantities: dict[str, str]
     pods: int = Field(description="pods bound to the node")
 
 

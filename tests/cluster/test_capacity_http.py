@@ -129,8 +129,12 @@ def test_capacity_is_withheld_without_list_nodes_and_given_with_it(
         assert gpu["resources"][GPU]["allocatable"] == 8
         assert gpu["resources"]["cpu"]["allocatable"] == 64000  # millicores
         assert gpu["resources"]["memory"]["allocatable"] == 512 * 1024**3  # bytes
+        # each figure also as a quantity, as `totals` gives `requests` beside `requestValues`
+        assert {k: v for k, v in gpu["resources"]["memory"].items() if k.endswith("Quantity")} == {
+            "allocatableQuantity": "512Gi", "requestedQuantity": "0", "freeQuantity": "512Gi"}
+        assert gpu["resources"]["cpu"]["largestFree"] == {"amount": 64000, "quantity": "64", "node": world.gpu}
         assert _pool(cap, world.pool_label, "cpu")["resources"]["cpu"]["largestFree"] == {
-            "amount": 16000, "node": world.cpu}
+            "amount": 16000, "quantity": "16", "node": world.cpu}
         # the pools are ordered by --pool-label, then value; nodes of other tests have no such label
         assert [p["value"] for p in cap["pools"][:2]] == ["cpu", "gpu"]
         assert cap["pools"][-1]["label"] is None or len(cap["pools"]) == 2
@@ -153,6 +157,8 @@ def test_the_nodes_route_selects_pages_and_refuses(srv: Server, world: World) ->
     assert g["allocatable"] == {"cpu": 64000, "memory": 512 * 1024**3, GPU: 8, "pods": 110}
     assert g["pool"] == {"label": world.pool_label, "value": "gpu"} and g["schedulable"] and g["ready"]
     assert g["free"][GPU] == 8 and g["requested"]["pods"] == 0 and g["pods"] == 0
+    assert g["allocatableQuantities"] == {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}
+    assert g["freeQuantities"]["memory"] == "512Gi" and g["requestedQuantities"] == {"pods": "0"}
     # pages: limit and the opaque continue token, tied to the selector it was made for
     first = c.get(f"/clusters/{HOME}/nodes", params={**sel, "limit": 1}).json()
     assert [n["name"] for n in first["items"]] == [world.cpu] and first["metadata"]["continue"]
@@ -178,15 +184,20 @@ def test_figures_follow_a_pod_coming_and_going(srv: Server, world: World, kubect
     path = f"/api/v1/namespaces/{world.ns}/pods/train"
 
     def gpus() -> tuple[int, int, int]:
-        pool = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")["resources"][GPU]
+        pool = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")["resources"]
         node = c.get(f"/clusters/{HOME}/nodes", params={"labelSelector": f"{world.pool_label}=gpu"}).json()
-        return pool["free"], pool["largestFree"]["amount"], node["items"][0]["free"][GPU]
+        g = pool[GPU]
+        return g["free"], g["largestFree"]["amount"], node["items"][0]["free"][GPU]
 
     try:
         start = time.monotonic()
         kubectl.apply(_pod(world.ns, "train", world.gpu, [{"cpu": "2", "memory": "8Gi", GPU: "4"}]))
         eventually(lambda: gpus() == (4, 4, 4), timeout=5, what="the pod's 4 GPUs taken")
         came = time.monotonic() - start
+        taken = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")["resources"]
+        assert (taken["cpu"]["requestedQuantity"], taken["cpu"]["freeQuantity"]) == ("2", "62")
+        assert (taken["memory"]["requested"], taken["memory"]["freeQuantity"]) == (8 * 1024**3, "504Gi")
+        assert taken["pods"]["requested"] == 1
         start = time.monotonic()
         _delete_all(apiserver, [path])
         eventually(lambda: gpus() == (8, 8, 8), timeout=5, what="the 4 GPUs given back")
