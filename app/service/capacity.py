@@ -86,17 +86,21 @@ def live_model(member: Member) -> LiveModel:
     return model
 
 
-def figures(member: Member | None, pool_labels: Sequence[str]) -> dict[str, Any]:
-    """The member's capacity as its model holds it (no rights asked: callers check them first)."""
+def figures(member: Member | None, pool_labels: Sequence[str], quantities: bool = True) -> dict[str, Any]:
+    """The member's capacity as its model holds it (no rights asked: callers check them first);
+    `quantities`: with each figure's quantity beside it (the series need none)."""
     if member is None:
         return _unavailable("the cluster is not connected")
     try:
-        return shown(live_model(member).capacity(pool_labels))
+        cap = live_model(member).capacity(pool_labels)
+        return shown(cap) if quantities else cap
     except CapacityUnavailable as e:
         return _unavailable(str(e))
 
 
-async def for_caller(allow: Allow, member: Member, pool_labels: Sequence[str]) -> dict[str, Any]:
+async def for_caller(
+    allow: Allow, member: Member, pool_labels: Sequence[str], quantities: bool = True
+) -> dict[str, Any]:
     """`capacity` of one /clusters item: the figures, or why they are withheld."""
     try:
         allowed = await asyncio.wait_for(may_list_nodes(allow), READ_BOUND)
@@ -104,7 +108,7 @@ async def for_caller(allow: Allow, member: Member, pool_labels: Sequence[str]) -
         return _unavailable(e.detail)
     except TimeoutError:
         return _unavailable(f"the caller's rights could not be checked within {READ_BOUND:g} s")
-    return figures(member, pool_labels) if allowed else dict(FORBIDDEN)
+    return figures(member, pool_labels, quantities) if allowed else dict(FORBIDDEN)
 
 
 async def add_to_items(
@@ -200,7 +204,7 @@ async def metric_text(
     clusters x pools x resources."""
 
     async def one(m: Member) -> tuple[str, dict[str, Any]] | None:
-        cap = await for_caller(allow_for(m), m, pool_labels)
+        cap = await for_caller(allow_for(m), m, pool_labels, quantities=False)
         return (m.name, cap) if cap.get("available") else None
 
     clusters = [c for c in await asyncio.gather(*(one(m) for m in members)) if c is not None]
