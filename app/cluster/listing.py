@@ -110,10 +110,11 @@ class ListQuery:
         if self.limit is None or len(keyed) <= self.limit:
             return [r for _, r in keyed], None
         page = keyed[: self.limit]
-        return [r for _, r in page], _token(self.signature, page[-1][0])
+        return [r for _, r in page], page_token(self.signature, page[-1][0])
 
 
-def _token(signature: str, key: Key) -> str:
+def page_token(signature: str, key: Key) -> str:
+    """A continue token: the key of the last row given, good only for the query `signature` names."""
     return base64.urlsafe_b64encode(orjson.dumps({"q": signature, "k": list(key)})).decode().rstrip("=")
 
 

@@ -16,6 +16,7 @@ from fastapi import Request
 from starlette.responses import Response
 
 from ..cluster.reader import LookupFailed
+from ..model.capacity import CapacityUnavailable
 from ..model.events import TokenError
 from ..model.protocol import NotSynced
 from ..store.errors import AnswerPending, StoreUnavailable
@@ -59,12 +60,17 @@ def _not_synced(e: NotSynced) -> ProblemError:
     return ProblemError(503, "cluster-not-synced", "Cluster not synced yet", str(e), headers={"Retry-After": "2"})
 
 
+def _capacity_unavailable(e: CapacityUnavailable) -> ProblemError:
+    return ProblemError(503, "capacity-unavailable", "Capacity unavailable", str(e), headers={"Retry-After": "5"})
+
+
 PROBLEMS: dict[type[Exception], Callable[[Any], ProblemError]] = {
     LookupFailed: lookup_problem,
     TokenError: _token_problem,
     StoreUnavailable: _store_unavailable,
     AnswerPending: _answer_pending,
     NotSynced: _not_synced,
+    CapacityUnavailable: _capacity_unavailable,
 }
 
 DOMAIN_ERRORS: tuple[type[Exception], ...] = tuple(PROBLEMS)

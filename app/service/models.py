@@ -620,6 +620,105 @@ class PhaseTotals(_M):
     gpus: float
 
 
+# -- capacity (GET /clusters, /clusters/{cluster}/nodes) -----------------------------------------
+
+CAPACITY_UNITS = (
+    "integers (each also as a quantity beside it): `cpu` in millicores, memory-like resources (memory, "
+    "ephemeral-storage, hugepages-*) in bytes, every other resource (GPUs, MIG slices, extended resources) "
+    "as a count, `pods` as pods"
+)
+
+
+class NodeCounts(_M):
+    total: int
+    ready: int = Field(description="the Ready condition is True")
+    schedulable: int = Field(description="Ready and not cordoned (`spec.unschedulable`)")
+
+
+class LargestFree(_M):
+    amount: int
+    quantity: str = Field(description="the amount as a Kubernetes quantity")
+    node: str
+
+
+class ResourceCapacity(_M):
+    allocatable: int = Field(description="summed over the nodes")
+    requested: int = Field(description="what bound, non-terminal pods request (`pods`: how many are bound)")
+    free: int = Field(description="allocatable - requested; negative on over-committed nodes")
+    largestFree: LargestFree | None = Field(
+        description="the most free on one schedulable node (ties: the name that sorts first); null when no "
+        "schedulable node has the resource"
+    )
+    allocatableQuantity: str = Field(description="`allocatable` as a Kubernetes quantity (`64`, `512Gi`)")
+    requestedQuantity: str = Field(description="`requested` as a quantity (`3100m`)")
+    freeQuantity: str = Field(description="`free` as a quantity")
+
+
+class PoolCapacity(_M):
+    label: str | None = Field(description="the pool's label key (--pool-label); null for nodes with none")
+    value: str | None
+    nodes: NodeCounts
+    resources: dict[str, ResourceCapacity]
+
+
+class ClusterCapacity(_M):
+    """A cluster's capacity, when the caller may `list nodes` there; otherwise only `available`
+    (false), `state` and `reason`: no figure is given."""
+
+    available: bool
+    state: Literal["ready", "starting", "forbidden", "unavailable"] = Field(
+        description="forbidden: the caller (or the service) may not list nodes; starting: the node and pod lists "
+        "have not arrived; unavailable: no live model holds them (--cache false, a store) or nodes are not served"
+    )
+    reason: str | None
+    partial: str | None = Field(
+        None, description="why pods of some namespaces are not counted (--watch-namespace): free is an upper bound"
+    )
+    watching: bool | None = Field(None, description="the node watch is open (false: the last list's figures)")
+    nodes: NodeCounts | None = None
+    resources: dict[str, ResourceCapacity] | None = Field(None, description=CAPACITY_UNITS)
+    pools: list[PoolCapacity] | None = Field(
+        None, description="per node pool: the node's first label among --pool-label; nodes with none last"
+    )
+    podsOnUnknownNodes: int | None = Field(None, description="pods bound to a node the model does not hold")
+
+
+class NodePool(_M):
+    label: str
+    value: str
+
+
+class NodeTaint(_M):
+    key: str
+    value: str | None
+    effect: str
+
+
+class NodeCapacity(_M):
+    name: str
+    labels: dict[str, str]
+    pool: NodePool | None
+    taints: list[NodeTaint]
+    unschedulable: bool
+    ready: bool
+    schedulable: bool
+    allocatable: dict[str, int] = Field(description=CAPACITY_UNITS)
+    requested: dict[str, int] = Field(description="what bound, non-terminal pods request (`pods`: bound pods)")
+    free: dict[str, int]
+    allocatableQuantities: dict[str, str] = Field(description="`allocatable` as Kubernetes quantities")
+    requestedQuantities: dict[str, str]
+    freeQuantities: dict[str, str]
+    pods: int = Field(description="pods bound to the node")
+
+
+class NodeList(_M):
+    metadata: ListMetadata | None = None
+    cluster: str
+    items: list[NodeCapacity]
+    partial: str | None = Field(None, description="as in `capacity`: pods of some namespaces are not counted")
+    watching: bool
+
+
 class ClusterStatus(_M):
     """A cluster the service reads (GET /clusters).  Credentials never appear here."""
 
@@ -640,6 +739,12 @@ class ClusterStatus(_M):
     context: str | None = None
     checkedAt: str | None = Field(None, description="when its API server was last probed")
     since: str | None = Field(None, description="since when it is available (or not)")
+    capacity: ClusterCapacity | None = Field(
+        None,
+        description="nodes, and allocatable / requested / free per resource and per node pool, from the live model; "
+        "withheld (available false, state forbidden) unless the caller may `list nodes` in that cluster; not sent "
+        "on `watch=true` events",
+    )
 
 
 class ClusterList(_M):

@@ -29,6 +29,7 @@ from ..cluster.kube import in_cluster
 from ..engine import accelerators
 from ..fleet import specs
 from ..fleet.specs import ClusterSpec
+from ..model.capacity import DEFAULT_POOL_LABELS
 
 MiB = 1024 * 1024
 
@@ -148,6 +149,10 @@ class Settings(BaseModel):
     cluster_secret_allow_insecure: Annotated[bool, Opt(
         "let a cluster Secret's kubeconfig set insecure-skip-tls-verify: true (its server's certificate is then "
         "not checked); otherwise only inline credentials and an https:// server are accepted")] = False
+    pool_labels: Annotated[list[str], Opt(
+        "a node label that names a node's pool in `capacity` (GET /clusters) and the capacity metrics: a node is in "
+        "the pool of the first of these labels it has (repeatable, replaces the list)", flag="--pool-label",
+        env="WLMAP_POOL_LABELS", metavar="KEY")] = list(DEFAULT_POOL_LABELS)
     cluster_probe_interval: Annotated[float, Opt("how often each cluster's API server is probed; a cluster that "
                                                  "does not answer is marked unavailable", metavar="SECONDS")] = 10.0
     loop: Annotated[Literal["auto", "asyncio", "uvloop"], Opt(

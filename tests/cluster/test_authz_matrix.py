@@ -322,6 +322,50 @@ def apply_update(x: Ctx) -> None:
     _same_refusal(post(OTHER, "hidden"), post(OTHER, "no-such-workload"))
 
 
+def cluster_nodes(path: str) -> Callable[[Ctx], None]:
+    """GET /clusters/{c}/nodes: the caller's `list nodes` (cluster-scoped), asked before anything is
+    read; the figures come from the live model only (--cache false: 503)."""
+    def check(x: Ctx) -> None:
+        c = x.client()
+        r = c.get(path)
+        if x.user is None:
+            assert r.status_code == 401, r.text
+        elif x.user in ("bob", "dana"):  # dana's namespace rights do not cover nodes
+            assert _problem(r) == (403, "not allowed to list nodes in this cluster"), r.text
+            assert c.get(path, params={"labelSelector": "no=such"}).json() == r.json()
+        elif x.cached:
+            r = eventually(lambda: (a := c.get(path)).status_code == 200 and a, timeout=30,
+                           what="capacity ready")[0]
+            assert r.json()["cluster"] == HOME and isinstance(r.json()["items"], list)
+        else:
+            assert r.status_code == 503 and "--cache false" in r.json()["detail"], r.text
+
+    return check
+
+
+def cluster_capacity(path: str) -> Callable[[Ctx], None]:
+    """`capacity` in a /clusters answer: admin (who may list nodes) gets the figures from the
+    live model, `unavailable` with --cache false; the others never get past the URL's check."""
+    def check(x: Ctx) -> None:
+        if x.user != "admin":
+            return  # service_view's row: 401 / 403
+        c = x.client()
+
+        def cap() -> dict[str, Any]:
+            doc = c.get(path).json()
+            item = doc if "capacity" in doc else next(i for i in doc["items"] if i["name"] == HOME)
+            return item["capacity"]
+
+        if x.cached:
+            got = eventually(lambda: (k := cap())["state"] == "ready" and k, timeout=30, what="capacity ready")[0]
+            assert got["nodes"]["total"] >= 0 and "resources" in got
+        else:
+            got = cap()
+            assert got["state"] == "unavailable" and set(got) == {"available", "state", "reason"}, got
+
+    return check
+
+
 def metrics_for_workloads(x: Ctx) -> None:
     service_view("/metrics/workloads", needs_model=True)(x)
 
@@ -370,8 +414,10 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
     ("GET", "/workloads"): [workload_list(""), workload_list("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads"):
         [workload_list(f"/clusters/{HOME}"), workload_list(f"/clusters/{HOME}", watch=True)],
-    ("GET", "/clusters"): [service_view("/clusters"), service_view("/clusters", watch=True)],
-    ("GET", "/clusters/{cluster}"): [service_view(f"/clusters/{HOME}")],
+    ("GET", "/clusters"): [service_view("/clusters"), service_view("/clusters", watch=True),
+                           cluster_capacity("/clusters")],
+    ("GET", "/clusters/{cluster}"): [service_view(f"/clusters/{HOME}"), cluster_capacity(f"/clusters/{HOME}")],
+    ("GET", "/clusters/{cluster}/nodes"): [cluster_nodes(f"/clusters/{HOME}/nodes")],
     ("GET", "/model"): [service_view("/model"), service_view("/model", {"cluster": HOME})],
     ("GET", "/metrics/workloads"): [metrics_for_workloads],
 }

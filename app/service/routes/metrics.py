@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
+from .. import capacity
 from ..problems import ProblemError
 from .common import PROBLEMS, ServiceDep
 
@@ -27,7 +28,10 @@ router = APIRouter(tags=["health"])
 )
 async def workload_metrics(request: Request, service: ServiceDep) -> Response:
     """Per-workload series from the live model (kube-state-metrics style).  With `--auth
-    kubernetes` the caller needs `get` on the non-resource URL `/metrics/workloads`."""
+    kubernetes` the caller needs `get` on the non-resource URL `/metrics/workloads`.
+
+    Also `wlmap_cluster_allocatable` and `wlmap_cluster_free` per cluster, node pool and resource
+    (computed at scrape time), for the clusters where the caller may `list nodes`."""
     service.need_cluster("workload metrics")
     await service.auth.require_path(request.scope["state"], "/metrics/workloads")
     if not service.settings.cache:
@@ -37,7 +41,10 @@ async def workload_metrics(request: Request, service: ServiceDep) -> Response:
             "Workload metrics need the live model",
             "this service reads the API server directly (--cache false)",
         )
-    return Response(service.metrics_renderer().render(), media_type=CONTENT_TYPE_LATEST)
+    state = request.scope["state"]
+    members = sorted(service.need_cluster("workload metrics").fleet.members.values(), key=lambda m: m.name)
+    series = await capacity.metric_text(members, lambda m: service.auth.rights(state, m), service.settings.pool_labels)
+    return Response(service.metrics_renderer().render() + series, media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get(

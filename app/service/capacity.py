@@ -1,0 +1,214 @@
+"""Capacity as the service answers it: the `capacity` of GET /clusters and /clusters/{c}, the rows
+of GET /clusters/{c}/nodes, and the capacity series of /metrics/workloads.
+
+Figures come from a member's live model (`LiveModel.capacity`, `LiveModel.nodes`: memory, no API
+request) and are given only to a caller who may `list nodes` in that cluster (SubjectAccessReview
+there, through `Authorizer.rights`, as every other read): anyone else gets `FORBIDDEN`, the same
+words whatever the cluster holds.  Without a live model (`--cache false`, a store's API replica)
+capacity is unavailable and says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..capacity.nodes import show
+from ..cluster.kube import NODES
+from ..cluster.listing import ListQuery, QueryError, page_token, parse_query
+from ..cluster.reader import Allow
+from ..fleet.member import Member
+from ..model.capacity import CapacityUnavailable
+from ..model.live import LiveModel
+from .fleet_reads import READ_BOUND
+from .problems import ProblemError
+
+MAY_NOT_LIST = "not allowed to list nodes in this cluster"
+FORBIDDEN = {"available": False, "state": "forbidden", "reason": MAY_NOT_LIST}
+NO_MODEL = (
+    "this service reads the cluster without a live model (--cache false); capacity is kept by the live model "
+    "only (building it from one list is not done yet)"
+)
+NO_INVENTORY = "this cluster's model (a store's) does not carry capacity yet"
+
+
+def _unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "state": "unavailable", "reason": reason}
+
+
+async def may_list_nodes(allow: Allow) -> bool:
+    """The cluster-scoped `list nodes` right (raises the 503 of a cluster that cannot check)."""
+    return await allow("list", NODES, None, None)
+
+
+def _resources_shown(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, r in resources.items():
+        best = r["largestFree"]
+        out[name] = {
+            **r,
+            "largestFree": best and {**best, "quantity": show(name, best["amount"])},
+            "allocatableQuantity": show(name, r["allocatable"]),
+            "requestedQuantity": show(name, r["requested"]),
+            "freeQuantity": show(name, r["free"]),
+        }
+    return out
+
+
+def shown(cap: dict[str, Any]) -> dict[str, Any]:
+    """A capacity answer with each integer figure also as a quantity (as `totals` gives
+    `requests` beside `requestValues`): `freeQuantity: "60900m"` beside `free: 60900`."""
+    if "resources" not in cap:
+        return cap
+    pools = [{**p, "resources": _resources_shown(p["resources"])} for p in cap["pools"]]
+    return {**cap, "resources": _resources_shown(cap["resources"]), "pools": pools}
+
+
+def _node_shown(row: dict[str, Any]) -> dict[str, Any]:
+    return row | {
+        f"{k}Quantities": {name: show(name, n) for name, n in row[k].items()}
+        for k in ("allocatable", "requested", "free")
+    }
+
+
+def live_model(member: Member) -> LiveModel:
+    """The member's live model, which keeps the inventory (else CapacityUnavailable: why not)."""
+    model = member.model
+    if model is None:
+        raise CapacityUnavailable(NO_MODEL)
+    if not isinstance(model, LiveModel):
+        raise CapacityUnavailable(NO_INVENTORY)
+    return model
+
+
+def figures(member: Member | None, pool_labels: Sequence[str], quantities: bool = True) -> dict[str, Any]:
+    """The member's capacity as its model holds it (no rights asked: callers check them first);
+    `quantities`: with each figure's quantity beside it (the series need none)."""
+    if member is None:
+        return _unavailable("the cluster is not connected")
+    try:
+        cap = live_model(member).capacity(pool_labels)
+        return shown(cap) if quantities else cap
+    except CapacityUnavailable as e:
+        return _unavailable(str(e))
+
+
+async def for_caller(
+    allow: Allow, member: Member, pool_labels: Sequence[str], quantities: bool = True
+) -> dict[str, Any]:
+    """`capacity` of one /clusters item: the figures, or why they are withheld."""
+    try:
+        allowed = await asyncio.wait_for(may_list_nodes(allow), READ_BOUND)
+    except ProblemError as e:  # its rights cannot be checked there now: the item still answers
+        return _unavailable(e.detail)
+    except TimeoutError:
+        return _unavailable(f"the caller's rights could not be checked within {READ_BOUND:g} s")
+    return figures(member, pool_labels, quantities) if allowed else dict(FORBIDDEN)
+
+
+async def add_to_items(
+    items: list[dict[str, Any]],
+    members: Mapping[str, Member],
+    allow_for: Callable[[Member], Allow],
+    pool_labels: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The /clusters items, each with its `capacity` (the rights of every cluster asked at once)."""
+
+    async def one(item: dict[str, Any]) -> dict[str, Any]:
+        m = members.get(item["name"])
+        cap = await for_caller(allow_for(m), m, pool_labels) if m is not None else figures(None, pool_labels)
+        return {**item, "capacity": cap}
+
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+# -- GET /clusters/{c}/nodes -------------------------------------------------------------------
+
+
+def page_query(
+    cluster: str, label_selector: str | None, limit: int | None, continue_: str | None
+) -> tuple[ListQuery, str | None]:
+    """The list query of the nodes route (the workload lists' grammar and limits; 400 on a bad
+    parameter) and the name after which the page starts."""
+    try:
+        q = parse_query(label_selector=label_selector, limit=limit, continue_=continue_, scope=("nodes", cluster))
+    except QueryError as e:
+        raise ProblemError(400, "invalid-list-query", "Invalid list query", str(e)) from None
+    if q.after is not None and (len(q.after) != 1 or not isinstance(q.after[0], str)):
+        raise ProblemError(400, "invalid-list-query", "Invalid list query", "continue: not a token of this list")
+    return q, q.after[0] if q.after is not None else None
+
+
+def node_page(
+    member: Member, label_selector: str | None, limit: int | None, continue_: str | None, pool_labels: Sequence[str]
+) -> dict[str, Any]:
+    """One page of the member's nodes, sorted by name; `metadata.continue` is an opaque token of
+    the last name given (paging by name: stable while nodes come and go).  Raises
+    CapacityUnavailable when the model holds no figures (503)."""
+    q, after = page_query(member.name, label_selector, limit, continue_)
+    model = live_model(member)
+    rows = model.nodes(q.selector, pool_labels)
+    if after is not None:
+        rows = [r for r in rows if r["name"] > after]
+    token = None
+    if limit is not None and len(rows) > limit:
+        rows = rows[:limit]
+        token = page_token(q.signature, (rows[-1]["name"],))
+    return {
+        "metadata": {"continue": token} if token else {},
+        "cluster": member.name,
+        "items": [_node_shown(r) for r in rows],
+        "partial": model.capacity_partial(),
+        "watching": model.capacity_inventory.watching,
+    }
+
+
+# -- /metrics/workloads ------------------------------------------------------------------------
+
+METRIC_LABELS = ["cluster", "pool_label", "pool", "resource"]
+
+
+class _Series(Collector):
+    """A collector of the given clusters' capacity (cluster name, `capacity` answer)."""
+
+    def __init__(self, clusters: list[tuple[str, dict[str, Any]]]):
+        self.clusters = clusters
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        help_ = "per cluster, node pool (--pool-label; empty: nodes with none) and resource, summed over the nodes; "
+        units = "cpu in millicores, memory-like resources in bytes, others as counts, pods as pods"
+        alloc = GaugeMetricFamily("wlmap_cluster_allocatable", "Allocatable " + help_ + units, labels=METRIC_LABELS)
+        free = GaugeMetricFamily(
+            "wlmap_cluster_free", "Free (allocatable - requested) " + help_ + units, labels=METRIC_LABELS
+        )
+        for name, cap in self.clusters:
+            for pool in cap.get("pools") or ():
+                for res, r in pool["resources"].items():
+                    labels = [name, pool["label"] or "", pool["value"] or "", res]
+                    alloc.add_metric(labels, r["allocatable"])
+                    free.add_metric(labels, r["free"])
+        yield alloc
+        yield free
+
+
+async def metric_text(
+    members: Sequence[Member], allow_for: Callable[[Member], Allow], pool_labels: Sequence[str]
+) -> bytes:
+    """wlmap_cluster_allocatable and wlmap_cluster_free of the clusters where the caller may
+    `list nodes` (and whose figures are ready), computed at scrape time from the models; series:
+    clusters x pools x resources."""
+
+    async def one(m: Member) -> tuple[str, dict[str, Any]] | None:
+        cap = await for_caller(allow_for(m), m, pool_labels, quantities=False)
+        return (m.name, cap) if cap.get("available") else None
+
+    clusters = [c for c in await asyncio.gather(*(one(m) for m in members)) if c is not None]
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Series(sorted(clusters, key=lambda c: c[0])))
+    out: bytes = generate_latest(reg)
+    return out
