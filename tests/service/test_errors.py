@@ -11,6 +11,7 @@ import pytest
 from starlette.requests import Request
 
 from app.cluster.reader import LookupFailed
+from app.model.capacity import CapacityUnavailable
 from app.model.events import TokenError
 from app.model.protocol import NotSynced
 from app.service.errors import DOMAIN_ERRORS, on_domain_error, problem_of
@@ -31,6 +32,8 @@ CASES: list[tuple[Exception, int, str, str, str, dict[str, str]]] = [
      'JobSet "x" not found', {}),
     (TokenError(410, "too old"), 410, "resume-token-expired", "Resume token too old", "too old", {}),
     (TokenError(400, "malformed"), 400, "malformed-resume-token", "Malformed resume token", "malformed", {}),
+    (CapacityUnavailable("the node list has not arrived yet"), 503, "capacity-unavailable", "Capacity unavailable",
+     "the node list has not arrived yet", {"Retry-After": "5"}),
 ]
 
 
