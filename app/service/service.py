@@ -75,6 +75,14 @@ def _is_manifest(doc: Any) -> bool:
     return isinstance(doc, dict) and "apiVersion" in doc and "kind" in doc and "object" not in doc
 
 
+def one_document(body: bytes, media: str) -> Any:
+    """The one document of a JSON or YAML body (400 for none or several)."""
+    docs = decode(body, media)
+    if len(docs) != 1:
+        raise ProblemError(400, "malformed-body", "Malformed body", f"expected exactly one document, got {len(docs)}")
+    return docs[0]
+
+
 def metric_label(d: Definition) -> str:
     """A definition's name as a metric label: a request's own definition is "inline" (its name
     is the caller's to choose, and every new label value is a series kept for good)."""
@@ -211,12 +219,7 @@ class Service:
 
     # -- interpretation --------------------------------------------------------------------
     async def interpret_body(self, body: bytes, media: str, request_state: dict[str, Any]) -> dict[str, Any]:
-        docs = decode(body, media)
-        if len(docs) != 1:
-            raise ProblemError(
-                400, "malformed-body", "Malformed body", f"expected exactly one document, got {len(docs)}"
-            )
-        return await self.interpret_doc(docs[0], request_state)
+        return await self.interpret_doc(one_document(body, media), request_state)
 
     async def interpret_doc(self, doc: Any, request_state: dict[str, Any], read: Read | None = None) -> dict[str, Any]:
         """One interpretation; `read` (a batch's, per item) gets what reading its subject learned."""

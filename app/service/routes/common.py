@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from ..bodies import JSON
 from ..models import Problem
 from ..service import Service
 
@@ -21,6 +22,25 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "content": {"application/problem+json": {}}}
     for code in (400, 401, 403, 404, 409, 413, 415, 422, 500, 501, 503)
 }
+
+
+def manifest_or_envelope(envelope: str) -> dict[str, Any]:
+    """The OpenAPI request body of a route that takes a manifest, or the `envelope` schema, in
+    JSON or YAML (the handler parses the body itself)."""
+    return {
+        "required": True,
+        "content": {
+            JSON: {
+                "schema": {
+                    "anyOf": [
+                        {"$ref": f"#/components/schemas/{envelope}"},
+                        {"$ref": "#/components/schemas/KubernetesObject"},
+                    ]
+                }
+            },
+            "application/yaml": {"schema": {"type": "string", "description": "one manifest, or an envelope, as YAML"}},
+        },
+    }
 
 
 def get_service(request: Request) -> Service:

@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from ...engine.batch_totals import group_totals, item_totals, sum_totals
 from ...problem import problem_body
-from ..bodies import JSON, dumps, media_type
+from ..bodies import dumps, media_type
 from ..errors import SAID_ERRORS, problem_of
 from ..models import (
     BatchRequest,
@@ -23,27 +23,14 @@ from ..models import (
 from ..problems import ProblemError
 from ..service import Read
 from ..updates import update_doc
-from .common import PROBLEMS, ServiceDep, get_service
+from .common import PROBLEMS, ServiceDep, get_service, manifest_or_envelope
 from .direct import DirectRoute
 
 BATCH_CONCURRENCY = 32  # items of one batch in flight at once (each may read the cluster and review rights)
 
 router = APIRouter(tags=["interpret"])
 
-INTERPRET_BODY = {
-    "required": True,
-    "content": {
-        JSON: {
-            "schema": {
-                "anyOf": [
-                    {"$ref": "#/components/schemas/InterpretRequest"},
-                    {"$ref": "#/components/schemas/KubernetesObject"},
-                ]
-            }
-        },
-        "application/yaml": {"schema": {"type": "string", "description": "one manifest, or an envelope, as YAML"}},
-    },
-}
+INTERPRET_BODY = manifest_or_envelope("InterpretRequest")
 
 
 async def interpret_endpoint(request: Request) -> Response:
