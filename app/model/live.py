@@ -896,7 +896,8 @@ class LiveModel(Reader):
         )
 
     # -- capacity ---------------------------------------------------------------------------
-    def _capacity_state(self) -> tuple[str, str | None]:
+    def capacity_state(self) -> tuple[str, str | None]:
+        """(state, why not "ready") of the capacity inventory (see `capacity`)."""
         kw = self.kinds.get(("", "Pod"))
         return self.capacity_inventory.state(kw.informers if kw is not None else None)
 
@@ -931,7 +932,7 @@ class LiveModel(Reader):
           `resources`; ordered by the label's place in `pool_labels`, then value;
         - `podsOnUnknownNodes`: pods bound to a node the model does not hold (not in figures).
         """
-        state, reason = self._capacity_state()
+        state, reason = self.capacity_state()
         head: dict[str, Any] = {
             "available": state == "ready",
             "state": state,
@@ -952,13 +953,13 @@ class LiveModel(Reader):
         units of `capacity`; `requested.pods`: bound pods), pods (bound pods)}.
         Raises CapacityUnavailable (the reason of `capacity`) when the figures are withheld,
         SelectorError when the selector does not parse."""
-        state, reason = self._capacity_state()
+        state, reason = self.capacity_state()
         if state != "ready":
             raise CapacityUnavailable(reason or state)
         return self.capacity_inventory.node_rows(label_selector, pool_labels)
 
     def _capacity_status(self) -> dict[str, Any]:
-        state, reason = self._capacity_state()
+        state, reason = self.capacity_state()
         inv = self.capacity_inventory.inventory
         inf = self.capacity_inventory.informer
         return {

@@ -751,6 +751,79 @@ class ClusterList(_M):
     items: list[ClusterStatus]
 
 
+# -- fit (POST /fit) ----------------------------------------------------------------------------
+
+
+class FitRequest(BaseModel):
+    """What `POST /fit` takes beside a raw manifest: the envelope of `POST /interpret` (without
+    pods) and the fit's options."""
+
+    model_config = ConfigDict(extra="forbid")
+    object: dict[str, Any] | None = Field(None, description="the workload manifest")
+    ref: ObjectRef | None = Field(None, description="a live object to read, with the caller's rights (needs a cluster)")
+    definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
+    policy: Literal["binpack", "spread"] = Field(
+        "binpack", description="binpack: each pod onto the most allocated node with room; spread: the least"
+    )
+    clusters: list[str] | None = Field(None, description="the clusters to fit in (default: every cluster)")
+
+
+class FitGroup(_M):
+    name: str = Field(description="component/instance (the component alone for an instance without an id)")
+    pods: int = Field(description="the pods that must place at once: all, or the group's share of a gang minimum")
+    requestValues: dict[str, int] = Field(description="per pod, effective: " + CAPACITY_UNITS)
+    gang: str | None = Field(description="the gang the group belongs to (null: none: every pod must place)")
+    topologyKey: str | None = Field(description="the gang's required topology level: one value of this node label")
+
+
+class FitPlacement(_M):
+    node: str
+    pods: int
+
+
+class FitResourceNeed(_M):
+    resource: str
+    perPod: int
+    perPodQuantity: str
+    mostFree: int = Field(description="the most free on one node that passes the group's filters (0: none)")
+    mostFreeQuantity: str
+    node: str | None = Field(description="that node (null: no node passes the filters)")
+
+
+class FitShortfall(_M):
+    pods: int = Field(description="the pods that had to place")
+    placeable: int = Field(description="how many place on the free capacity when the group is alone")
+    resources: list[FitResourceNeed]
+    reason: str
+
+
+class ClusterFit(_M):
+    """One cluster's verdict; without the caller's `list nodes` right there (or without an
+    inventory), only `available` (false), `state` and `reason`."""
+
+    cluster: str
+    available: bool
+    state: Literal["ready", "starting", "forbidden", "unavailable"]
+    reason: str = Field(description="a sentence a person can act on")
+    fits: bool | None = None
+    sets: int | None = Field(None, description="complete copies of the workload that fit at once (up to 1000)")
+    exact: bool | None = Field(None, description="the verdict is proven (false: first-fit's, on a large problem)")
+    placement: dict[str, list[FitPlacement]] | None = Field(
+        None, description="per group, the nodes of one copy's pods (empty when it does not fit)"
+    )
+    shortfall: dict[str, FitShortfall] | None = Field(None, description="per group, when it does not fit")
+    partial: str | None = Field(None, description="as in `capacity`: pods of some namespaces are not counted")
+
+
+class FitResponse(_M):
+    workload: WorkloadRef | None
+    totals: Totals | None
+    policy: Literal["binpack", "spread"]
+    groups: list[FitGroup] = Field(description="the interpretation's pods as they are fitted")
+    clusters: list[ClusterFit] = Field(description="fitting first, then more sets, then by name")
+    best: str | None = Field(description="the first cluster where it fits (null: it fits nowhere)")
+
+
 class WatchEvent(_M):
     """One event of a `watch=true` stream (one line of newline-delimited JSON, or one SSE `data:`)."""
 

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from .bodies import JSON
-from .models import DefinitionSummary, InterpretRequest, WatchEvent
+from .models import DefinitionSummary, FitRequest, InterpretRequest, WatchEvent
 
 
 def patch_openapi(app: FastAPI) -> None:
@@ -19,7 +19,7 @@ def patch_openapi(app: FastAPI) -> None:
             return app.openapi_schema
         schema = original()
         comps = schema.setdefault("components", {}).setdefault("schemas", {})
-        for model in (InterpretRequest, DefinitionSummary, WatchEvent):
+        for model in (InterpretRequest, FitRequest, DefinitionSummary, WatchEvent):
             model_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
             for name, sub in model_schema.pop("$defs", {}).items():
                 comps.setdefault(name, sub)

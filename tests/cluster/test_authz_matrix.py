@@ -366,6 +366,29 @@ def cluster_capacity(path: str) -> Callable[[Ctx], None]:
     return check
 
 
+def fit_route(x: Ctx) -> None:
+    """POST /fit of a sent manifest: a valid token interprets it; a cluster's verdict (it names
+    nodes) only with `list nodes` there: admin gets it from the live model (`unavailable` with
+    --cache false), bob and dana `forbidden` and no figure."""
+    c = x.client()
+    body = {"object": {**JOBSET, "metadata": {"name": "sent", "namespace": NS}, "spec": {"replicatedJobs": []}}}
+    r = c.post("/fit", json=body)
+    if x.user is None:
+        assert r.status_code == 401, r.text
+        return
+    assert r.status_code == 200, r.text
+    if x.user in ("bob", "dana"):
+        assert r.json()["clusters"] == [{"cluster": HOME, "available": False, "state": "forbidden",
+                                         "reason": "not allowed to list nodes in this cluster"}], r.text
+    elif x.cached:
+        row = eventually(lambda: (a := c.post("/fit", json=body).json()["clusters"][0])["available"] and a,
+                         timeout=30, what="capacity ready")[0]
+        assert row["cluster"] == HOME and row["fits"] is True, row
+    else:
+        row = r.json()["clusters"][0]
+        assert row["state"] == "unavailable" and "--cache false" in row["reason"], row
+
+
 def metrics_for_workloads(x: Ctx) -> None:
     service_view("/metrics/workloads", needs_model=True)(x)
 
@@ -418,6 +441,7 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
                            cluster_capacity("/clusters")],
     ("GET", "/clusters/{cluster}"): [service_view(f"/clusters/{HOME}"), cluster_capacity(f"/clusters/{HOME}")],
     ("GET", "/clusters/{cluster}/nodes"): [cluster_nodes(f"/clusters/{HOME}/nodes")],
+    ("POST", "/fit"): [fit_route],
     ("GET", "/model"): [service_view("/model"), service_view("/model", {"cluster": HOME})],
     ("GET", "/metrics/workloads"): [metrics_for_workloads],
 }
