@@ -41,6 +41,15 @@ class World:
     tainted: str  # 8 GPUs, tainted dedicated=batch:NoSchedule
 
 
+def schedulable_node(api: ApiServer, name: str, labels: dict[str, str], alloc: dict[str, str],
+                     taints: list[dict[str, str]] | None = None) -> None:
+    """A Ready node with these taints only: the API server's TaintNodesByCondition admission
+    taints a new node not-ready, and no node controller runs here to lift it."""
+    _node(api, name, labels, alloc)
+    api.call("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": taints or []}},
+             content_type="application/merge-patch+json")
+
+
 @pytest.fixture(scope="module")
 def world(apiserver: ApiServer, kubectl: Kubectl) -> Iterator[World]:
     sfx = uuid.uuid4().hex[:6]
@@ -51,15 +60,10 @@ def world(apiserver: ApiServer, kubectl: Kubectl) -> Iterator[World]:
         f"/api/v1/namespaces/{ns}"]
     kubectl.ensure_namespace(ns)
     try:
-        _node(apiserver, w.a, {w.label: "gpu"}, big)
-        _node(apiserver, w.b, {w.label: "gpu"}, big | {GPU: "4"})
-        _node(apiserver, w.tainted, {w.label: "tainted"}, big)
-        for n, taints in ((w.a, []), (w.b, []), (w.tainted, [{"key": "dedicated", "value": "batch",
-                                                               "effect": "NoSchedule"}])):
-            # the API server's TaintNodesByCondition admission taints a new node not-ready, and no
-            # node controller runs here to lift it: the node's taints are set as the test wants
-            apiserver.call("PATCH", f"/api/v1/nodes/{n}", {"spec": {"taints": taints}},
-                           content_type="application/merge-patch+json")
+        schedulable_node(apiserver, w.a, {w.label: "gpu"}, big)
+        schedulable_node(apiserver, w.b, {w.label: "gpu"}, big | {GPU: "4"})
+        schedulable_node(apiserver, w.tainted, {w.label: "tainted"}, big,
+                         [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}])
         kubectl.apply(_pod(ns, "held", w.a, [{"cpu": "1", "memory": "1Gi", GPU: "2"}]))
         yield w
     finally:

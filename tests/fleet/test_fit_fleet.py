@@ -1,0 +1,65 @@
+"""POST /fit over a fleet of three real API servers: each cluster's verdict from its own model,
+ranked (fitting first, then more sets, then by name), and `best` the first that fits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.service.models import FitResponse
+
+from ..cluster.test_fit_http import GPU, GPU_TOLERATION, _jobset, schedulable_node
+from ..cluster.util import eventually
+from ..model.test_capacity_live import _delete_all
+from ..service.conftest import Server
+from .conftest import Fleet
+
+BIG = {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}
+
+
+@pytest.fixture(scope="module")
+def label(fleet: Fleet) -> Iterator[str]:
+    """b has two 8-GPU nodes, c one, a none (all with this module's label)."""
+    sfx = uuid.uuid4().hex[:6]
+    key = f"wlmap.test/fitf-{sfx}"
+    made = {"b": [f"fitf-{sfx}-b1", f"fitf-{sfx}-b2"], "c": [f"fitf-{sfx}-c1"]}
+    try:
+        for cluster, names in made.items():
+            for n in names:
+                schedulable_node(fleet.servers[cluster], n, {key: "gpu"}, BIG)
+        yield key
+    finally:
+        for cluster, names in made.items():
+            _delete_all(fleet.servers[cluster], [f"/api/v1/nodes/{n}" for n in names])
+
+
+def test_clusters_are_ranked_and_the_best_named(fleet_service: Server, label: str) -> None:
+    c = httpx.Client(base_url=fleet_service.url, timeout=30)
+    one = {"object": _jobset("one", 1, 8, {label: "gpu"}, [GPU_TOLERATION])}
+
+    def answer(body: dict[str, Any], fitting: int) -> dict[str, Any] | None:
+        r = c.post("/fit", json=body)
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        ok = all(row["available"] for row in doc["clusters"]) and sum(bool(row["fits"]) for row in doc["clusters"])
+        return doc if ok == fitting else None
+
+    doc, _ = eventually(lambda: answer(one, 2), timeout=60, what="both clusters' nodes in their models")
+    FitResponse.model_validate(doc)
+    assert [(r["cluster"], r["fits"], r["sets"]) for r in doc["clusters"]] == [
+        ("b", True, 2), ("c", True, 1), ("a", False, 0)]
+    assert doc["best"] == "b"
+    # a holds no node with the label (other tests' nodes, if any, fail the nodeSelector)
+    assert doc["clusters"][2]["reason"] in ("does not fit now: replicated-job/trainer: there are no nodes",) or \
+        doc["clusters"][2]["reason"].startswith("does not fit now: replicated-job/trainer: no node passes the filters")
+
+    # two 8-GPU pods at once: only b; named clusters only
+    two = {"object": _jobset("two", 2, 8, {label: "gpu"}, [GPU_TOLERATION]), "clusters": ["c", "b"]}
+    doc = c.post("/fit", json=two).json()
+    assert [(r["cluster"], r["fits"]) for r in doc["clusters"]] == [("b", True), ("c", False)]
+    assert doc["best"] == "b"
+    assert doc["clusters"][1]["shortfall"]["replicated-job/trainer"]["placeable"] == 1
