@@ -23,7 +23,8 @@ each group belongs to one gang set with a minimum:
   the member's), minimum the member's `minAvailable`.
 
 A set's minimum is shared among its groups: each group's `count` becomes its share. When the
-minimum is unknown (the hint says `error`) or at least the set's pods, every pod must place.
+minimum is unknown (the hint says `error`), zero (a gang that cannot be sized: no constraint a
+scheduler would keep) or at least the set's pods, every pod must place.
 When it is less: if the groups' own minimums (`minReplicas`, capped at their pods) add up to it
 exactly (per-role minimums, as Volcano tasks and Grove cliques give), each group keeps its own;
 otherwise the minimum is split in proportion to the groups' pods (largest remainders, ties to
@@ -88,9 +89,8 @@ def _shares(groups: Sequence[_Group], minimum: int | None) -> list[int]:
     """Each group's part of a set's minimum (see the module docstring)."""
     counts = [g.group.count for g in groups]
     total = sum(counts)
-    if minimum is None or minimum >= total:
+    if minimum is None or minimum <= 0 or minimum >= total:
         return counts
-    minimum = max(minimum, 0)
     own = [min(g.min_replicas, g.group.count) if g.min_replicas is not None else None for g in groups]
     if all(o is not None for o in own) and sum(o for o in own if o is not None) == minimum:
         return [o or 0 for o in own]

@@ -111,6 +111,7 @@ def _g(name: str, count: int, min_replicas: int | None = None) -> _Group:
 def test_shares_are_proportional_with_largest_remainders():
     assert _shares([_g("a", 3), _g("b", 1)], None) == [3, 1]
     assert _shares([_g("a", 3), _g("b", 1)], 9) == [3, 1]
+    assert _shares([_g("a", 3), _g("b", 1)], 0) == [3, 1]  # a gang that cannot be sized: every pod
     assert _shares([_g("a", 3), _g("b", 3)], 3) == [2, 1]  # ties to the first
     assert _shares([_g("a", 6), _g("b", 2)], 4) == [3, 1]
     assert _shares([_g("a", 4, 1), _g("b", 4, 3)], 4) == [1, 3]  # own minimums add up
