@@ -180,15 +180,20 @@ def free(node: Node, usage: Usage | None = None) -> Amounts:
     return out
 
 
-def pod_contribution(pod: Mapping) -> tuple[str, Amounts] | None:
-    """(node name, effective requests) of a pod that holds capacity: bound, not terminal.
-    None for a pod that holds none (unbound, Succeeded or Failed). Raises QuantityError on a
-    quantity the API server would reject."""
-    spec, status = as_mapping(pod.get("spec")), as_mapping(pod.get("status"))
-    node = spec.get("nodeName")
-    if not node or status.get("phase") in TERMINAL_PHASES:
+def holding_node(pod: Mapping) -> str | None:
+    """The node a pod holds capacity on: bound, not terminal. None for a pod that holds none
+    (unbound, Succeeded or Failed)."""
+    node = as_mapping(pod.get("spec")).get("nodeName")
+    if not node or as_mapping(pod.get("status")).get("phase") in TERMINAL_PHASES:
         return None
-    return str(node), amounts(pod_requests(spec))
+    return str(node)
+
+
+def pod_contribution(pod: Mapping) -> tuple[str, Amounts] | None:
+    """(node name, effective requests) of a pod that holds capacity (`holding_node`), else None.
+    Raises QuantityError on a quantity the API server would reject."""
+    node = holding_node(pod)
+    return None if node is None else (node, amounts(pod_requests(as_mapping(pod.get("spec")))))
 
 
 class Inventory:

@@ -30,10 +30,11 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..capacity.nodes import PODS, Amounts, Inventory, Node, Usage, free, pod_contribution
+from ..capacity.nodes import PODS, Amounts, Inventory, Node, Usage, amounts, as_mapping, free, holding_node
 from ..cluster.informer import Informer
 from ..cluster.selectors import Selector, parse
 from ..engine.quantity import QuantityError
+from ..engine.requests import pod_requests, pod_requests_key
 
 # (node name, ((resource, amount), ...)): what one bound, non-terminal pod holds on its node
 Held = tuple[str, tuple[tuple[str, int], ...]]
@@ -48,25 +49,36 @@ DEFAULT_POOL_LABELS = (
 # bounded: past this many distinct vectors a pod keeps its own
 _SHAPES: dict[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]] = {}
 MAX_SHAPES = 4096
+# what pod_requests reads of a spec (pod_requests_key) -> its shape, bounded as _SHAPES
+_BY_KEY: dict[bytes, tuple[tuple[str, int], ...]] = {}
 
 
 def held_by(pod: Mapping[str, Any]) -> Held | None:
     """What a pod object (whole, as the API server sends it) holds on its node; None if nothing
-    (unbound, terminal, or a request quantity the API server would have rejected)."""
-    try:
-        got = pod_contribution(pod)
-    except (QuantityError, TypeError, ValueError):
+    (unbound, terminal, or a request quantity the API server would have rejected).
+
+    On the pod-event path: most events change a pod's status, not its requests, and pods of one
+    template share them, so the shape is found by what pod_requests reads (`pod_requests_key`,
+    ~1.5 µs) and worked out (~10 µs) only for a key not seen yet."""
+    node = holding_node(pod)
+    if node is None:
         return None
-    if got is None:
-        return None
-    node, amounts = got
-    shape = tuple(sorted(amounts.items()))
-    shared = _SHAPES.get(shape)
-    if shared is None:
-        if len(_SHAPES) < MAX_SHAPES:
-            _SHAPES[shape] = shape
-        shared = shape
-    return sys.intern(node), shared
+    spec = as_mapping(pod.get("spec"))
+    key = pod_requests_key(spec)
+    shape = _BY_KEY.get(key) if key is not None else None
+    if shape is None:
+        try:
+            got = tuple(sorted(amounts(pod_requests(spec)).items()))
+        except (QuantityError, TypeError, ValueError):
+            return None
+        shape = _SHAPES.get(got)
+        if shape is None:
+            shape = got
+            if len(_SHAPES) < MAX_SHAPES:
+                _SHAPES[got] = got
+        if key is not None and len(_BY_KEY) < MAX_SHAPES:
+            _BY_KEY[key] = shape
+    return sys.intern(node), shape
 
 
 class CapacityUnavailable(Exception):
