@@ -64,7 +64,8 @@ FEATURE_RULES: list[tuple[str, str, str, str, str]] = [
      "the live model notices kinds coming and going, metadata only (`config.cache`); so does a Karta's "
      "CRDExists condition (`kartas.manage`)"),
     ("", "nodes", "get, list, watch", "cluster",
-     "the live model's capacity inventory: nodes' allocatable, labels, taints, cordon, readiness (`config.cache`)"),
+     "the live model's capacity inventory: nodes' allocatable, labels, taints, cordon, readiness (`config.cache`; "
+     "without it, `list` only: capacity from one list)"),
     ("run.ai", "kartas", "patch", "cluster",
      "the run.ai/karta-group, -version and -kind labels of Karta resources (`kartas.manage`)"),
     ("run.ai", "kartas/status", "patch", "cluster", "the conditions of Karta resources (`kartas.manage`)"),

@@ -19,7 +19,7 @@ over-commits a node.
 **Packing policy.** First-fit decreasing: the groups with the largest pods go first, largest by
 the scarcest kind of resource: extended resources (GPUs, MIG slices) before cpu, memory and
 storage, each as a share of the cluster's free total, ties by group name. Each pod goes to the
-eligible node with room that is the most allocated already (`policy="binpack"`, the default, as
+eligible node with room that is the most allocated already (`policy="pack"`, the default, as
 GPU schedulers pack, keeping whole nodes free for large pods), or the least allocated
 (`policy="spread"`); allocation is the mean used share of the resources the pod requests; ties
 go to the node whose name sorts first. The result is deterministic. With a topology key, the
@@ -59,7 +59,7 @@ from fractions import Fraction
 from app.capacity.filters import Constraints, static_reason
 from app.capacity.nodes import BYTE_RESOURCES, CPU, PODS, Node, byte_valued, show
 
-BINPACK = "binpack"
+BINPACK = "pack"
 SPREAD = "spread"
 POLICIES = (BINPACK, SPREAD)
 BUDGET = 20_000
@@ -88,14 +88,19 @@ class PodGroup:
     requests: Mapping[str, int]
     constraints: Constraints = field(default_factory=Constraints)
     gang: Gang | None = None
+    component: str | None = None  # the component the pods are of (None: `name`)
+    instance: str | None = None  # the component's instance (None: it has one, without an id)
 
 
 @dataclass(frozen=True)
 class ResourceNeed:
     resource: str
     per_pod: int
-    most_free: int  # the most free on one node that passes the group's filters (0 if none)
-    node: str | None  # that node (the first by name on a tie), None without an eligible node
+    # what remains on one eligible node once the pods that do place are placed: the most of
+    # this resource (0 if none), on `node` (the first by name on a tie; None: no eligible node)
+    most_free: int
+    node: str | None
+    short: bool = False  # no eligible node has `per_pod` of it left: the resource that stops the pods
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,7 @@ class Shortfall:
     placeable: int  # how many place on the free capacity when the group is alone
     resources: tuple[ResourceNeed, ...]
     reason: str
+    unplaced: int = 0  # the pods left over when first-fit places what it can of every group
 
 
 @dataclass(frozen=True)
@@ -217,11 +223,15 @@ class _Fit:
         used = sum(shares) / len(shares) if shares else 0.0
         return -used if self.policy == BINPACK else used
 
-    def greedy(self, free: list[dict[str, int]], eligible: list[list[int]]) -> list[Counter[int]] | None:
+    def greedy(
+        self, free: list[dict[str, int]], eligible: list[list[int]], partial: bool = False
+    ) -> list[Counter[int]] | None:
         """First-fit decreasing onto `free` (changed only when every pod places). Only the
         nodes it places on are copied, so a copy of a workload costs its pods, not the cluster.
         While one group places, only the node it places on changes: a heap of (score, node)
-        gives the next node, the same one a scan of every node would."""
+        gives the next node, the same one a scan of every node would. `partial`: place what
+        fits of each group, leave the rest, and always keep the result in `free` (to explain
+        a failure: what the pods that do place leave)."""
         work: dict[int, dict[str, int]] = {}
         placed: list[Counter[int]] = [Counter() for _ in self.groups]
         for gi in self.order:
@@ -234,6 +244,8 @@ class _Fit:
             heapq.heapify(ranked)  # the lowest score first, then the first node by name
             while left:
                 if not ranked:
+                    if partial:
+                        break
                     return None
                 i = heapq.heappop(ranked)[1]
                 f = work.setdefault(i, dict(free[i]))
@@ -325,49 +337,81 @@ class _Fit:
 
     # --- explaining -------------------------------------------------------------------------
 
-    def shortfall(self, gi: int) -> Shortfall:
-        g, need, eligible = self.groups[gi], self.need[gi], self.eligible[gi]
+    def leftover(self) -> tuple[list[dict[str, int]], list[Counter[int]], list[list[int]]]:
+        """What first-fit places of every group (in the choice of topology values that places
+        the most pods): the free amounts it leaves, the pods placed and each group's eligible
+        nodes there."""
+        best: tuple[int, list[dict[str, int]], list[Counter[int]], list[list[int]]] | None = None
+        for eligible in self.domains or [self.eligible]:
+            work = [dict(f) for f in self.free]
+            placed = self.greedy(work, eligible, partial=True) or []
+            total = sum(sum(c.values()) for c in placed)
+            if best is None or total > best[0]:
+                best = (total, work, placed, eligible)
+        assert best is not None
+        return best[1], best[2], best[3]
+
+    def shortfall(self, gi: int, left: list[dict[str, int]], placed: Counter[int], eligible: list[int]) -> Shortfall:
+        """Group gi's shortfall: per requested resource, what remains on the best of its eligible
+        nodes once what places is placed (`left`, `placed`: see `leftover`)."""
+        g, need = self.groups[gi], self.need[gi]
         resources = []
-        for r in sorted(g.requests):
-            if r == PODS or g.requests[r] <= 0:
-                continue
+        for r in sorted(need, key=lambda r: (r == PODS, r)):
             most, node = 0, None
             for i in eligible:
-                if node is None or self.free[i].get(r, 0) > most:
-                    most, node = max(self.free[i].get(r, 0), 0), self.nodes[i].name
-            resources.append(ResourceNeed(r, g.requests[r], most, node))
+                amount = max(left[i].get(r, 0), 0)
+                if node is None or amount > most:
+                    most, node = amount, self.nodes[i].name
+            resources.append(ResourceNeed(r, need[r], most, node, most < need[r]))
         rooms = [{i: _room(self.free[i], need) for i in domain[gi]} for domain in self.domains]
         placeable = min(g.count, max((sum(r.values()) for r in rooms), default=0))
-        return Shortfall(g.name, g.count, placeable, tuple(resources), self._why(gi, resources, placeable))
+        unplaced = g.count - sum(placed.values())
+        why = self._why(gi, resources, placeable, unplaced)
+        return Shortfall(g.name, g.count, placeable, tuple(resources), why, unplaced)
 
-    def _why(self, gi: int, resources: list[ResourceNeed], placeable: int) -> str:
+    def _why(self, gi: int, resources: list[ResourceNeed], placeable: int, unplaced: int) -> str:
         g, eligible = self.groups[gi], self.eligible[gi]
         if not eligible:
             counts = Counter(self.reasons[gi].values())
             listed = "; ".join(f"{r} ({n} node{'s' * (n > 1)})" for r, n in sorted(counts.items(), key=lambda x: -x[1]))
             return f"no node passes the filters: {listed}" if listed else "there are no nodes"
-        short = [
-            f"no node has {show(n.resource, n.per_pod)} free {n.resource}; the most free on one node is "
-            f"{show(n.resource, n.most_free)} ({n.node})"
-            for n in resources
-            if n.most_free < n.per_pod
-        ]
-        if short:
-            return "; ".join(short)
-        if not any(self.free[i].get(PODS, 0) > 0 for i in eligible):
-            return f"no node that passes the filters has a free pod slot ({len(eligible)} pass)"
         key = g.gang.topology_key if g.gang else None
         within = f" within one {key}" if key else ""
         if placeable == 0:
+            if not any(self.free[i].get(PODS, 0) > 0 for i in eligible):
+                return f"no node that passes the filters has a free pod slot ({len(eligible)} pass)"
             if key and not any(key in self.nodes[i].labels for i in eligible):
                 return f"no node that passes the filters has the label {key}"
-            return f"no one node has room for a whole pod{within}: each is short of some resource it requests"
+            return _short(resources, "") or (
+                f"no one node has room for a whole pod{within}: each is short of some resource it requests"
+            )
+        short = _short(resources, " left")
+        then = f"; once they are placed, {short}" if short else ""
         if placeable < g.count:
             return (
                 f"{placeable} of {g.count} pods place{within}: the nodes that pass the filters "
-                f"({len(eligible)}) have room for no more"
+                f"({len(eligible)}) have room for no more{then}"
             )
-        return f"all {g.count} pods place{within} by themselves, but not together with the other groups"
+        together = f"all {g.count} pods place{within} by themselves, but not together with the other groups"
+        if unplaced and short:
+            return f"{together}: once the others are placed, {unplaced} do not: {short}"
+        return together
+
+
+def _short(resources: Sequence[ResourceNeed], left: str) -> str:
+    """The resources no eligible node has enough of, as a sentence (empty: none)."""
+    out = []
+    for n in resources:
+        if not n.short:
+            continue
+        if n.resource == PODS:
+            out.append(f"no node has a free pod slot{left}")
+        else:
+            most = (
+                f"the most on one node is {show(n.resource, n.most_free)}: {n.node}" if n.most_free else "none has any"
+            )
+            out.append(f"no node has {show(n.resource, n.per_pod)} free {n.resource}{left} ({most})")
+    return "; ".join(out)
 
 
 def plan(
@@ -390,7 +434,9 @@ def plan(
     work = [dict(f) for f in fit.free]
     first, exact = fit.place(work, tries)
     if first is None:
-        return Plan(False, 0, {}, {g.name: fit.shortfall(gi) for gi, g in enumerate(fit.groups)}, exact, policy)
+        left, placed, eligible = fit.leftover()
+        short = {g.name: fit.shortfall(gi, left, placed[gi], eligible[gi]) for gi, g in enumerate(fit.groups)}
+        return Plan(False, 0, {}, short, exact, policy)
     sets = 1
     while sets < max_sets and fit.groups and fit.place(work, tries)[0] is not None:
         sets += 1

@@ -78,8 +78,10 @@ def _groups(tree: Mapping[str, Any], above: tuple[str, ...] = ()) -> list[_Group
         if not isinstance(pod, Mapping) or count <= 0:
             continue
         requests = {str(k): v for k, v in as_mapping(pod.get("requestValues")).items() if _int(v) is not None}
-        label = f"{name}/{inst['id']}" if inst.get("id") is not None else name
-        out.append(_Group(PodGroup(label, count, requests, _placement(pod)), name, path, _int(inst.get("minReplicas"))))
+        instance = str(inst["id"]) if inst.get("id") is not None else None
+        label = f"{name}/{instance}" if instance is not None else name
+        group = PodGroup(label, count, requests, _placement(pod), component=name, instance=instance)
+        out.append(_Group(group, name, path, _int(inst.get("minReplicas"))))
     for child in as_list(tree.get("children")):
         out.extend(_groups(as_mapping(child), path))
     return out

@@ -22,6 +22,7 @@ from ..cluster.kube import Kube, KubeError
 from ..cluster.workloads import Interpret, Workloads, now_iso
 from ..karta.registry import Registry
 from ..model.events import EventLog
+from ..model.listed import ListedCapacity
 from ..model.live import LiveModel
 from ..model.protocol import ClusterModel
 from . import secret_kubeconfig
@@ -56,6 +57,7 @@ class Member:
         self.kube = kube
         self._owns_kube = kube is None
         self.model: ClusterModel | None = None  # None: --cache false (every read is direct)
+        self.listed: ListedCapacity | None = None  # --cache false: capacity from one list
         self.workloads: Workloads | None = None
         self.access: Access | None = None
         self.version: str | None = None
@@ -92,6 +94,7 @@ class Member:
         self.kube = kube
         self.workloads = Workloads(kube, self.registry, self.interpret, cluster=self.name if self.labelled else None)
         self.access = Access(kube) if self.auth else None
+        self.listed = None if self.cache else ListedCapacity(kube, self.namespaces)
         if self.model_factory is not None:
             self.model = self.model_factory(self)
         elif self.cache:

@@ -205,6 +205,22 @@ class ClusterCapacity:
         out["podsOnUnknownNodes"] = sum(u.pods for name, u in inv.usage.items() if name not in inv.nodes)
         return out
 
+    def answer(self, state: tuple[str, str | None], partial: str | None, pool_labels: Sequence[str]) -> dict[str, Any]:
+        """`capacity` of its holder (see `LiveModel.capacity`) in that state: the figures only
+        when it is "ready"."""
+        head = {"available": state[0] == "ready", "state": state[0], "reason": state[1], "partial": partial}
+        head["watching"] = self.watching
+        return head | self.summary(pool_labels) if state[0] == "ready" else head
+
+    def rows(
+        self, state: tuple[str, str | None], selector: str | Selector | None, pool_labels: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """`nodes` of its holder (see `LiveModel.nodes`) in that state: CapacityUnavailable
+        unless it is "ready"."""
+        if state[0] != "ready":
+            raise CapacityUnavailable(state[1] or state[0])
+        return self.node_rows(selector, pool_labels)
+
     def node_rows(self, selector: str | Selector | None, pool_labels: Sequence[str]) -> list[dict[str, Any]]:
         """Each node (matching the label selector), sorted by name: see `LiveModel.nodes`.
         Raises SelectorError on a selector that does not parse."""

@@ -65,7 +65,7 @@ from ..engine.pool import BACKGROUND  # this model's loops evaluate for no calle
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .capacity import DEFAULT_POOL_LABELS, CapacityUnavailable, ClusterCapacity
+from .capacity import DEFAULT_POOL_LABELS, ClusterCapacity
 from .events import EventLog, TokenError
 from .kinds import GK, KindWatch
 from .owners import OwnerGraph
@@ -932,17 +932,7 @@ class LiveModel(Reader):
           `resources`; ordered by the label's place in `pool_labels`, then value;
         - `podsOnUnknownNodes`: pods bound to a node the model does not hold (not in figures).
         """
-        state, reason = self.capacity_state()
-        head: dict[str, Any] = {
-            "available": state == "ready",
-            "state": state,
-            "reason": reason,
-            "partial": self.capacity_partial(),
-            "watching": self.capacity_inventory.watching,
-        }
-        if state != "ready":
-            return head
-        return head | self.capacity_inventory.summary(pool_labels)
+        return self.capacity_inventory.answer(self.capacity_state(), self.capacity_partial(), pool_labels)
 
     def nodes(
         self, label_selector: str | Selector | None = None, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS
@@ -953,10 +943,7 @@ class LiveModel(Reader):
         units of `capacity`; `requested.pods`: bound pods), pods (bound pods)}.
         Raises CapacityUnavailable (the reason of `capacity`) when the figures are withheld,
         SelectorError when the selector does not parse."""
-        state, reason = self.capacity_state()
-        if state != "ready":
-            raise CapacityUnavailable(reason or state)
-        return self.capacity_inventory.node_rows(label_selector, pool_labels)
+        return self.capacity_inventory.rows(self.capacity_state(), label_selector, pool_labels)
 
     def _capacity_status(self) -> dict[str, Any]:
         state, reason = self.capacity_state()

@@ -7,12 +7,16 @@ through this protocol only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..cluster.reader import WorkloadReader
 from .events import ChangeLog
 from .kinds import GK, KindWatch
+
+if TYPE_CHECKING:
+    from ..cluster.selectors import Selector
+    from .capacity import ClusterCapacity
 
 StreamKey = tuple[str, str, str, str]  # (group, kind, namespace, name) of one workload
 
@@ -59,3 +63,16 @@ class ClusterModel(WorkloadReader, Protocol):
     # -- single-workload stream tokens
     def sent_token(self, key: StreamKey, digest: bytes) -> str: ...
     def resumed(self, token: str, key: StreamKey) -> bytes | None: ...
+
+
+class CapacitySource(Protocol):
+    """What holds a cluster's capacity: the live model (watched), a list (`--cache false`:
+    model/listed.py). Reads answer from memory; `capacity_inventory.inventory` is the fit's
+    snapshot of nodes and free amounts."""
+
+    @property
+    def capacity_inventory(self) -> ClusterCapacity: ...
+    def capacity_state(self) -> tuple[str, str | None]: ...
+    def capacity_partial(self) -> str | None: ...
+    def capacity(self, pool_labels: Sequence[str]) -> dict[str, Any]: ...
+    def nodes(self, label_selector: str | Selector | None, pool_labels: Sequence[str]) -> list[dict[str, Any]]: ...

@@ -1,44 +1,39 @@
 """Capacity as the service answers it: the `capacity` of GET /clusters and /clusters/{c}, the rows
 of GET /clusters/{c}/nodes, and the capacity series of /metrics/workloads.
 
-Figures come from a member's live model (`LiveModel.capacity`, `LiveModel.nodes`: memory, no API
-request) and are given only to a caller who may `list nodes` in that cluster (SubjectAccessReview
-there, through `Authorizer.rights`, as every other read): anyone else gets `FORBIDDEN`, the same
-words whatever the cluster holds.  Without a live model (`--cache false`, a store's API replica)
-capacity is unavailable and says why.
+Figures come from what holds a member's capacity (`source`: its live model, memory, no API
+request; with `--cache false`, its last node and pod lists, `app.model.listed`) and are given
+only to a caller who may `list nodes` in that cluster (SubjectAccessReview there, through
+`Authorizer.rights`, as every other read), asked before anything is read: anyone else gets
+`capacity: null` and `capacityVisible: false`, the same words whatever the cluster holds.
+The shapes are written once, in `app.capacity.answers`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..capacity.nodes import show
+from ..capacity import answers
 from ..cluster.kube import NODES
 from ..cluster.listing import ListQuery, QueryError, page_token, parse_query
 from ..cluster.reader import Allow
 from ..fleet.member import Member
 from ..model.capacity import CapacityUnavailable
 from ..model.live import LiveModel
+from ..model.protocol import CapacitySource
 from .fleet_reads import READ_BOUND
 from .problems import ProblemError
 
 MAY_NOT_LIST = "not allowed to list nodes in this cluster"
-FORBIDDEN = {"available": False, "state": "forbidden", "reason": MAY_NOT_LIST}
-NO_MODEL = (
-    "this service reads the cluster without a live model (--cache false); capacity is kept by the live model "
-    "only (building it from one list is not done yet)"
-)
+NOT_CONNECTED = "the cluster is not connected"
 NO_INVENTORY = "this cluster's model (a store's) does not carry capacity yet"
-
-
-def _unavailable(reason: str) -> dict[str, Any]:
-    return {"available": False, "state": "unavailable", "reason": reason}
 
 
 async def may_list_nodes(allow: Allow) -> bool:
@@ -46,69 +41,65 @@ async def may_list_nodes(allow: Allow) -> bool:
     return await allow("list", NODES, None, None)
 
 
-def _resources_shown(resources: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out = {}
-    for name, r in resources.items():
-        best = r["largestFree"]
-        out[name] = {
-            **r,
-            "largestFree": best and {**best, "quantity": show(name, best["amount"])},
-            "allocatableQuantity": show(name, r["allocatable"]),
-            "requestedQuantity": show(name, r["requested"]),
-            "freeQuantity": show(name, r["free"]),
-        }
-    return out
-
-
-def shown(cap: dict[str, Any]) -> dict[str, Any]:
-    """A capacity answer with each integer figure also as a quantity (as `totals` gives
-    `requests` beside `requestValues`): `freeQuantity: "60900m"` beside `free: 60900`."""
-    if "resources" not in cap:
-        return cap
-    pools = [{**p, "resources": _resources_shown(p["resources"])} for p in cap["pools"]]
-    return {**cap, "resources": _resources_shown(cap["resources"]), "pools": pools}
-
-
-def _node_shown(row: dict[str, Any]) -> dict[str, Any]:
-    return row | {
-        f"{k}Quantities": {name: show(name, n) for name, n in row[k].items()}
-        for k in ("allocatable", "requested", "free")
-    }
-
-
-def live_model(member: Member) -> LiveModel:
-    """The member's live model, which keeps the inventory (else CapacityUnavailable: why not)."""
+async def source(member: Member) -> CapacitySource:
+    """What holds the member's capacity: its live model, or with `--cache false` its lists (read
+    again when older than their ttl); else CapacityUnavailable, saying why."""
+    if member.listed is not None:
+        try:
+            await asyncio.wait_for(member.listed.refresh(), READ_BOUND)
+        except TimeoutError:
+            raise CapacityUnavailable(f"the node and pod lists did not answer within {READ_BOUND:g} s") from None
+        return member.listed
     model = member.model
     if model is None:
-        raise CapacityUnavailable(NO_MODEL)
+        raise CapacityUnavailable(NOT_CONNECTED)
     if not isinstance(model, LiveModel):
         raise CapacityUnavailable(NO_INVENTORY)
     return model
 
 
-def figures(member: Member | None, pool_labels: Sequence[str], quantities: bool = True) -> dict[str, Any]:
-    """The member's capacity as its model holds it (no rights asked: callers check them first);
-    `quantities`: with each figure's quantity beside it (the series need none)."""
+@dataclass(frozen=True)
+class Seen:
+    """A cluster's capacity as one caller may see it: `summary` (the model's, integer figures)
+    only when `visible` and `state` is "ready"; else `reason` says why there is none."""
+
+    visible: bool
+    state: str
+    reason: str | None = None
+    summary: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The capacity fields of a /clusters item."""
+        return {
+            "capacity": answers.capacity(self.summary) if self.summary is not None else None,
+            "capacityVisible": self.visible,
+            "capacityState": self.state,
+            "capacityReason": self.reason,
+        }
+
+
+async def _held(member: Member | None, pool_labels: Sequence[str]) -> Seen:
+    """The member's capacity as its source holds it (no rights asked: callers check them first)."""
     if member is None:
-        return _unavailable("the cluster is not connected")
+        return Seen(True, "unavailable", NOT_CONNECTED)
     try:
-        cap = live_model(member).capacity(pool_labels)
-        return shown(cap) if quantities else cap
+        cap = (await source(member)).capacity(pool_labels)
     except CapacityUnavailable as e:
-        return _unavailable(str(e))
+        return Seen(True, "unavailable", str(e))
+    if not cap["available"]:
+        return Seen(True, cap["state"], cap["reason"])
+    return Seen(True, "ready", None, cap)
 
 
-async def for_caller(
-    allow: Allow, member: Member, pool_labels: Sequence[str], quantities: bool = True
-) -> dict[str, Any]:
-    """`capacity` of one /clusters item: the figures, or why they are withheld."""
+async def for_caller(allow: Allow, member: Member, pool_labels: Sequence[str]) -> Seen:
+    """One cluster's capacity for a caller: the figures, or why they are withheld."""
     try:
         allowed = await asyncio.wait_for(may_list_nodes(allow), READ_BOUND)
     except ProblemError as e:  # its rights cannot be checked there now: the item still answers
-        return _unavailable(e.detail)
+        return Seen(False, "unavailable", e.detail)
     except TimeoutError:
-        return _unavailable(f"the caller's rights could not be checked within {READ_BOUND:g} s")
-    return figures(member, pool_labels, quantities) if allowed else dict(FORBIDDEN)
+        return Seen(False, "unavailable", f"the caller's rights could not be checked within {READ_BOUND:g} s")
+    return await _held(member, pool_labels) if allowed else Seen(False, "forbidden", MAY_NOT_LIST)
 
 
 async def add_to_items(
@@ -117,12 +108,12 @@ async def add_to_items(
     allow_for: Callable[[Member], Allow],
     pool_labels: Sequence[str],
 ) -> list[dict[str, Any]]:
-    """The /clusters items, each with its `capacity` (the rights of every cluster asked at once)."""
+    """The /clusters items, each with its capacity fields (the rights of every cluster asked at once)."""
 
     async def one(item: dict[str, Any]) -> dict[str, Any]:
         m = members.get(item["name"])
-        cap = await for_caller(allow_for(m), m, pool_labels) if m is not None else figures(None, pool_labels)
-        return {**item, "capacity": cap}
+        seen = await for_caller(allow_for(m), m, pool_labels) if m is not None else await _held(None, pool_labels)
+        return {**item, **seen.fields()}
 
     return list(await asyncio.gather(*(one(i) for i in items)))
 
@@ -144,14 +135,14 @@ def page_query(
     return q, q.after[0] if q.after is not None else None
 
 
-def node_page(
+async def node_page(
     member: Member, label_selector: str | None, limit: int | None, continue_: str | None, pool_labels: Sequence[str]
 ) -> dict[str, Any]:
     """One page of the member's nodes, sorted by name; `metadata.continue` is an opaque token of
     the last name given (paging by name: stable while nodes come and go).  Raises
     CapacityUnavailable when the model holds no figures (503)."""
     q, after = page_query(member.name, label_selector, limit, continue_)
-    model = live_model(member)
+    model = await source(member)
     rows = model.nodes(q.selector, pool_labels)
     if after is not None:
         rows = [r for r in rows if r["name"] > after]
@@ -162,7 +153,7 @@ def node_page(
     return {
         "metadata": {"continue": token} if token else {},
         "cluster": member.name,
-        "items": [_node_shown(r) for r in rows],
+        "items": [answers.node(r) for r in rows],
         "partial": model.capacity_partial(),
         "watching": model.capacity_inventory.watching,
     }
@@ -204,8 +195,8 @@ async def metric_text(
     clusters x pools x resources."""
 
     async def one(m: Member) -> tuple[str, dict[str, Any]] | None:
-        cap = await for_caller(allow_for(m), m, pool_labels, quantities=False)
-        return (m.name, cap) if cap.get("available") else None
+        seen = await for_caller(allow_for(m), m, pool_labels)
+        return (m.name, seen.summary) if seen.summary is not None else None
 
     clusters = [c for c in await asyncio.gather(*(one(m) for m in members)) if c is not None]
     reg = CollectorRegistry(auto_describe=False)

@@ -623,7 +623,7 @@ class PhaseTotals(_M):
 # -- capacity (GET /clusters, /clusters/{cluster}/nodes) -----------------------------------------
 
 CAPACITY_UNITS = (
-    "integers (each also as a quantity beside it): `cpu` in millicores, memory-like resources (memory, "
+    "integers (the same figures as the quantities beside them): `cpu` in millicores, memory-like resources (memory, "
     "ephemeral-storage, hugepages-*) in bytes, every other resource (GPUs, MIG slices, extended resources) "
     "as a count, `pods` as pods"
 )
@@ -635,52 +635,45 @@ class NodeCounts(_M):
     schedulable: int = Field(description="Ready and not cordoned (`spec.unschedulable`)")
 
 
-class LargestFree(_M):
-    amount: int
-    quantity: str = Field(description="the amount as a Kubernetes quantity")
-    node: str
+class CapacityAmounts(_M):
+    allocatable: dict[str, str] = Field(description="per resource (summed over the nodes), as quantities")
+    requested: dict[str, str] = Field(description="what bound, non-terminal pods request (`pods`: bound pods)")
+    free: dict[str, str] = Field(description="allocatable - requested (negative on over-committed nodes)")
+    allocatableValues: dict[str, int] = Field(description=CAPACITY_UNITS)
+    requestedValues: dict[str, int]
+    freeValues: dict[str, int]
 
 
-class ResourceCapacity(_M):
-    allocatable: int = Field(description="summed over the nodes")
-    requested: int = Field(description="what bound, non-terminal pods request (`pods`: how many are bound)")
-    free: int = Field(description="allocatable - requested; negative on over-committed nodes")
-    largestFree: LargestFree | None = Field(
-        description="the most free on one schedulable node (ties: the name that sorts first); null when no "
-        "schedulable node has the resource"
+class CapacityFigures(CapacityAmounts):
+    largestFree: dict[str, str] = Field(
+        description="the most free on one schedulable node (a resource no schedulable node has is absent)"
     )
-    allocatableQuantity: str = Field(description="`allocatable` as a Kubernetes quantity (`64`, `512Gi`)")
-    requestedQuantity: str = Field(description="`requested` as a quantity (`3100m`)")
-    freeQuantity: str = Field(description="`free` as a quantity")
+    largestFreeValues: dict[str, int]
+    largestFreeNodes: dict[str, str] = Field(description="that node (ties: the name that sorts first)")
 
 
-class PoolCapacity(_M):
-    label: str | None = Field(description="the pool's label key (--pool-label); null for nodes with none")
+class PoolCapacity(CapacityFigures):
+    label: str | None = Field(
+        description="`<key>=<value>` of the pool's label (--pool-label); null for nodes with none"
+    )
+    key: str | None
     value: str | None
-    nodes: NodeCounts
-    resources: dict[str, ResourceCapacity]
+    nodes: int = Field(description="the pool's nodes")
+    nodeCounts: NodeCounts
 
 
-class ClusterCapacity(_M):
-    """A cluster's capacity, when the caller may `list nodes` there; otherwise only `available`
-    (false), `state` and `reason`: no figure is given."""
+class ClusterCapacity(CapacityFigures):
+    """A cluster's capacity: its nodes' figures, then per node pool."""
 
-    available: bool
-    state: Literal["ready", "starting", "forbidden", "unavailable"] = Field(
-        description="forbidden: the caller (or the service) may not list nodes; starting: the node and pod lists "
-        "have not arrived; unavailable: no live model holds them (--cache false, a store) or nodes are not served"
+    nodes: NodeCounts = Field(description="total; ready; schedulable: Ready and not cordoned")
+    pools: list[PoolCapacity] = Field(
+        description="per node pool: the node's first label among --pool-label; nodes with none last"
     )
-    reason: str | None
     partial: str | None = Field(
         None, description="why pods of some namespaces are not counted (--watch-namespace): free is an upper bound"
     )
     watching: bool | None = Field(None, description="the node watch is open (false: the last list's figures)")
-    nodes: NodeCounts | None = None
-    resources: dict[str, ResourceCapacity] | None = Field(None, description=CAPACITY_UNITS)
-    pools: list[PoolCapacity] | None = Field(
-        None, description="per node pool: the node's first label among --pool-label; nodes with none last"
-    )
-    podsOnUnknownNodes: int | None = Field(None, description="pods bound to a node the model does not hold")
+    podsOnUnknownNodes: int = Field(0, description="pods bound to a node the model does not hold")
 
 
 class NodePool(_M):
@@ -694,20 +687,14 @@ class NodeTaint(_M):
     effect: str
 
 
-class NodeCapacity(_M):
+class NodeCapacity(CapacityAmounts):
     name: str
     labels: dict[str, str]
     pool: NodePool | None
     taints: list[NodeTaint]
     unschedulable: bool
     ready: bool
-    schedulable: bool
-    allocatable: dict[str, int] = Field(description=CAPACITY_UNITS)
-    requested: dict[str, int] = Field(description="what bound, non-terminal pods request (`pods`: bound pods)")
-    free: dict[str, int]
-    allocatableQuantities: dict[str, str] = Field(description="`allocatable` as Kubernetes quantities")
-    requestedQuantities: dict[str, str]
-    freeQuantities: dict[str, str]
+    schedulable: bool = Field(description="Ready and not cordoned")
     pods: int = Field(description="pods bound to the node")
 
 
@@ -741,10 +728,17 @@ class ClusterStatus(_M):
     since: str | None = Field(None, description="since when it is available (or not)")
     capacity: ClusterCapacity | None = Field(
         None,
-        description="nodes, and allocatable / requested / free per resource and per node pool, from the live model; "
-        "withheld (available false, state forbidden) unless the caller may `list nodes` in that cluster; not sent "
-        "on `watch=true` events",
+        description="nodes, and allocatable / requested / free per resource and per node pool, from the cluster's "
+        "model; null when withheld (the caller may not `list nodes` there: `capacityVisible` false) or unavailable "
+        "(`capacityState`, `capacityReason`); not sent on `watch=true` events",
     )
+    capacityVisible: bool | None = Field(None, description="the caller may `list nodes` in this cluster")
+    capacityState: Literal["ready", "starting", "forbidden", "unavailable"] | None = Field(
+        None,
+        description="forbidden: the caller (or the service) may not list nodes; starting: the node and pod lists "
+        "have not arrived; unavailable: no model holds them, or nodes are not served",
+    )
+    capacityReason: str | None = Field(None, description="why `capacity` is null")
 
 
 class ClusterList(_M):
@@ -756,69 +750,76 @@ class ClusterList(_M):
 
 class FitRequest(BaseModel):
     """What `POST /fit` takes beside a raw manifest: the envelope of `POST /interpret` (without
-    pods) and the fit's options."""
+    pods); the fit's options are in the query."""
 
     model_config = ConfigDict(extra="forbid")
     object: dict[str, Any] | None = Field(None, description="the workload manifest")
     ref: ObjectRef | None = Field(None, description="a live object to read, with the caller's rights (needs a cluster)")
     definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
-    policy: Literal["binpack", "spread"] = Field(
-        "binpack", description="binpack: each pod onto the most allocated node with room; spread: the least"
-    )
-    clusters: list[str] | None = Field(None, description="the clusters to fit in (default: every cluster)")
 
 
 class FitGroup(_M):
     name: str = Field(description="component/instance (the component alone for an instance without an id)")
+    component: str
+    instance: str | None
     pods: int = Field(description="the pods that must place at once: all, or the group's share of a gang minimum")
+    requests: dict[str, str] = Field(description="per pod, effective, as quantities")
     requestValues: dict[str, int] = Field(description="per pod, effective: " + CAPACITY_UNITS)
     gang: str | None = Field(description="the gang the group belongs to (null: none: every pod must place)")
     topologyKey: str | None = Field(description="the gang's required topology level: one value of this node label")
 
 
 class FitPlacement(_M):
-    node: str
+    component: str
+    instance: str | None
     pods: int
+    nodes: dict[str, int] = Field(description="node name -> pods placed there")
 
 
-class FitResourceNeed(_M):
-    resource: str
-    perPod: int
-    perPodQuantity: str
-    mostFree: int = Field(description="the most free on one node that passes the group's filters (0: none)")
-    mostFreeQuantity: str
-    node: str | None = Field(description="that node (null: no node passes the filters)")
+class FitLargestFree(_M):
+    node: str
+    free: str = Field(description="as a quantity")
+    value: int
 
 
 class FitShortfall(_M):
-    pods: int = Field(description="the pods that had to place")
-    placeable: int = Field(description="how many place on the free capacity when the group is alone")
-    resources: list[FitResourceNeed]
-    reason: str
+    component: str
+    instance: str | None
+    resource: str
+    perPod: str = Field(description="what one pod requests, as a quantity")
+    perPodValue: int
+    pods: int = Field(description="the group's pods that had to place")
+    podsUnplaced: int = Field(description="the pods left over once the pods that do fit are placed")
+    largestFree: FitLargestFree | None = Field(
+        description="what remains on the best eligible node once the pods that do fit are placed (null: no node "
+        "passes the group's filters)"
+    )
+    reason: str = Field(description="the group's sentence")
 
 
 class ClusterFit(_M):
     """One cluster's verdict; without the caller's `list nodes` right there (or without an
-    inventory), only `available` (false), `state` and `reason`."""
+    inventory), `available` false, `fits` null, `state` and `message` only."""
 
     cluster: str
     available: bool
     state: Literal["ready", "starting", "forbidden", "unavailable"]
-    reason: str = Field(description="a sentence a person can act on")
-    fits: bool | None = None
-    sets: int | None = Field(None, description="complete copies of the workload that fit at once (up to 1000)")
+    fits: bool | None = Field(description="all of it (every gang at once) fits now; null: no verdict")
+    message: str = Field(description="a sentence a person can act on")
+    sets: int | None = Field(None, description="complete copies of the workload that fit at once")
     exact: bool | None = Field(None, description="the verdict is proven (false: first-fit's, on a large problem)")
-    placement: dict[str, list[FitPlacement]] | None = Field(
-        None, description="per group, the nodes of one copy's pods (empty when it does not fit)"
+    policy: Literal["pack", "spread"] | None = None
+    placement: list[FitPlacement] | None = Field(None, description="one copy's plan when it fits (empty otherwise)")
+    shortfall: list[FitShortfall] | None = Field(
+        None, description="per component and resource, when it does not fit (empty when it fits)"
     )
-    shortfall: dict[str, FitShortfall] | None = Field(None, description="per group, when it does not fit")
     partial: str | None = Field(None, description="as in `capacity`: pods of some namespaces are not counted")
 
 
 class FitResponse(_M):
     workload: WorkloadRef | None
     totals: Totals | None
-    policy: Literal["binpack", "spread"]
+    policy: Literal["pack", "spread"]
     groups: list[FitGroup] = Field(description="the interpretation's pods as they are fitted")
     clusters: list[ClusterFit] = Field(description="fitting first, then more sets, then by name")
     best: str | None = Field(description="the first cluster where it fits (null: it fits nowhere)")

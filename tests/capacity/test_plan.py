@@ -113,7 +113,11 @@ def test_a_gang_too_big_for_any_domain_does_not_fit() -> None:
     assert not p.fits and p.exact and p.sets == 0 and p.placement == {}
     s = p.shortfall["w"]
     assert (s.pods, s.placeable) == (3, 2)
-    assert s.reason == "2 of 3 pods place within one rack: the nodes that pass the filters (3) have room for no more"
+    assert s.reason == (
+        "2 of 3 pods place within one rack: the nodes that pass the filters (3) have room for no more; "
+        "once they are placed, no node has 8 free nvidia.com/gpu left (none has any)"
+    )
+    assert s.unplaced == 1
     assert plan([PodGroup("w", 3, {GPU: 8})], nodes, free).fits  # fine without the key
     unlabelled = plan([PodGroup("w", 1, {GPU: 8}, gang=Gang("g", "zone"))], nodes, free)
     assert unlabelled.shortfall["w"].reason == "no node that passes the filters has the label zone"
@@ -128,24 +132,35 @@ def test_shortfall_names_the_largest_free_amount() -> None:
     s = p.shortfall["decode"]
     assert s.placeable == 0
     by = {n.resource: (n.per_pod, n.most_free, n.node) for n in s.resources}
-    assert by == {GPU: (8, 4, "node-17"), "cpu": (2000, 64_000, "node-17")}
-    assert s.reason == "no node has 8 free nvidia.com/gpu; the most free on one node is 4 (node-17)"
+    assert by == {GPU: (8, 4, "node-17"), "cpu": (2000, 64_000, "node-17"), "pods": (1, 110, "node-17")}
+    assert [n.resource for n in s.resources if n.short] == [GPU]
+    assert s.reason == "no node has 8 free nvidia.com/gpu (the most on one node is 4: node-17)"
 
 
 def test_shortfall_counts_the_pods_that_place() -> None:
     nodes, free = cluster(gpu_node("a"), gpu_node("b", free_gpus=4))
     s = plan([PodGroup("w", 8, {GPU: 4})], nodes, free).shortfall["w"]
     assert (s.pods, s.placeable) == (8, 3)
-    assert s.reason == "3 of 8 pods place: the nodes that pass the filters (2) have room for no more"
+    assert s.reason == (
+        "3 of 8 pods place: the nodes that pass the filters (2) have room for no more; "
+        "once they are placed, no node has 4 free nvidia.com/gpu left (none has any)"
+    )
+    assert s.unplaced == 5
 
 
 def test_shortfall_of_groups_that_only_fit_alone() -> None:
     nodes, free = cluster(gpu_node("a"))
     p = plan([PodGroup("p", 1, {GPU: 6}), PodGroup("d", 1, {GPU: 6})], nodes, free)
     assert not p.fits
-    assert {g: (s.placeable, s.reason) for g, s in p.shortfall.items()} == {
-        "p": (1, "all 1 pods place by themselves, but not together with the other groups"),
-        "d": (1, "all 1 pods place by themselves, but not together with the other groups"),
+    # first-fit places d (its name sorts first among equal pods), p is what is left over
+    assert {g: (s.placeable, s.unplaced, s.reason) for g, s in p.shortfall.items()} == {
+        "p": (
+            1,
+            1,
+            "all 1 pods place by themselves, but not together with the other groups: once the others are "
+            "placed, 1 do not: no node has 6 free nvidia.com/gpu left (the most on one node is 2: a)",
+        ),
+        "d": (1, 0, "all 1 pods place by themselves, but not together with the other groups"),
     }
 
 

@@ -109,7 +109,7 @@ def test_plans_are_valid_and_exact_on_small_inputs() -> None:
     seen: Counter[str] = Counter()
 
     @settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(cluster=nodes(), groups=workloads(), policy=st.sampled_from(["binpack", "spread"]))
+    @given(cluster=nodes(), groups=workloads(), policy=st.sampled_from(["pack", "spread"]))
     def check(cluster: tuple[list[Node], dict[str, dict[str, int]]], groups: list[PodGroup], policy: str) -> None:
         nodes_, free = cluster
         p = plan(groups, nodes_, free, policy=policy)

@@ -2,7 +2,7 @@
 `capacity` of /clusters and /clusters/{c} (withheld without the caller's `list nodes` right, given
 with it), GET /clusters/{c}/nodes (selector, pages, 403, 404, 400), figures following a pod as it
 comes and goes, the capacity series of /metrics/workloads, and capacity without a model
-(`--cache false`).
+(`--cache false`: built from one list).
 
 The service runs with `--pool-label` set to this module's own label, so its two nodes form pools
 no other test's nodes join; the caller without rights is a service account of this module (a
@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.model.listed import LIST_TTL
 from app.service.models import ClusterStatus, NodeList
 
 from ..model.test_capacity_live import _delete_all, _node, _pod
@@ -31,7 +32,8 @@ from .util import eventually
 HOME = "local"
 GPU = "nvidia.com/gpu"
 RBAC = "rbac.authorization.k8s.io/v1"
-FORBIDDEN = {"available": False, "state": "forbidden", "reason": "not allowed to list nodes in this cluster"}
+NOT_LISTED = "not allowed to list nodes in this cluster"
+FORBIDDEN = {"capacity": None, "capacityVisible": False, "capacityState": "forbidden", "capacityReason": NOT_LISTED}
 
 
 @dataclass
@@ -92,12 +94,11 @@ def _client(s: Server, bearer: str) -> httpx.Client:
 
 
 def _pool(cap: dict[str, Any], label: str, value: str) -> dict[str, Any]:
-    return next(p for p in cap["pools"] if p["label"] == label and p["value"] == value)
+    return next(p for p in cap["pools"] if p["label"] == f"{label}={value}")
 
 
 def _ready_capacity(c: httpx.Client) -> dict[str, Any]:
-    cap, _ = eventually(lambda: (x := c.get(f"/clusters/{HOME}").json()["capacity"])["available"] and x,
-                        timeout=30, what="capacity ready")
+    cap, _ = eventually(lambda: c.get(f"/clusters/{HOME}").json()["capacity"], timeout=30, what="capacity ready")
     return cap
 
 
@@ -106,12 +107,13 @@ def test_capacity_is_withheld_without_list_nodes_and_given_with_it(
     c = _client(srv, world.viewer)
     one = c.get(f"/clusters/{HOME}")
     assert one.status_code == 200, one.text
-    assert one.json()["capacity"] == FORBIDDEN  # no figure, not even a count
+    assert {k: v for k, v in one.json().items() if k.startswith("capacity")} == FORBIDDEN  # not even a count
     ClusterStatus.model_validate(one.json())
     listed = c.get("/clusters").json()["items"]
-    assert [i["capacity"] for i in listed if i["name"] == HOME] == [FORBIDDEN]
+    assert [{k: v for k, v in i.items() if k.startswith("capacity")} for i in listed if i["name"] == HOME] == [
+        FORBIDDEN]
     nodes = c.get(f"/clusters/{HOME}/nodes")
-    assert nodes.status_code == 403 and nodes.json()["detail"] == FORBIDDEN["reason"], nodes.text
+    assert nodes.status_code == 403 and nodes.json()["detail"] == NOT_LISTED, nodes.text
     # the same refusal for a cluster that holds nothing it may see: asked before anything is read
     assert c.get(f"/clusters/{HOME}/nodes", params={"labelSelector": "no=such"}).json() == nodes.json()
     metrics = c.get("/metrics/workloads")
@@ -123,18 +125,19 @@ def test_capacity_is_withheld_without_list_nodes_and_given_with_it(
     try:
         cap = _ready_capacity(c)  # a denial is cached for 5 s at most
         ClusterStatus.model_validate(c.get(f"/clusters/{HOME}").json())
-        assert cap["state"] == "ready" and cap["reason"] is None and cap["watching"] and cap["partial"] is None
+        item = c.get(f"/clusters/{HOME}").json()
+        assert (item["capacityVisible"], item["capacityState"], item["capacityReason"]) == (True, "ready", None)
+        assert cap["watching"] and cap["partial"] is None
         gpu = _pool(cap, world.pool_label, "gpu")
-        assert gpu["nodes"] == {"total": 1, "ready": 1, "schedulable": 1}
-        assert gpu["resources"][GPU]["allocatable"] == 8
-        assert gpu["resources"]["cpu"]["allocatable"] == 64000  # millicores
-        assert gpu["resources"]["memory"]["allocatable"] == 512 * 1024**3  # bytes
-        # each figure also as a quantity, as `totals` gives `requests` beside `requestValues`
-        assert {k: v for k, v in gpu["resources"]["memory"].items() if k.endswith("Quantity")} == {
-            "allocatableQuantity": "512Gi", "requestedQuantity": "0", "freeQuantity": "512Gi"}
-        assert gpu["resources"]["cpu"]["largestFree"] == {"amount": 64000, "quantity": "64", "node": world.gpu}
-        assert _pool(cap, world.pool_label, "cpu")["resources"]["cpu"]["largestFree"] == {
-            "amount": 16000, "quantity": "16", "node": world.cpu}
+        assert (gpu["nodes"], gpu["nodeCounts"]) == (1, {"total": 1, "ready": 1, "schedulable": 1})
+        # quantities as Kubernetes strings, the same figures as integers in base units beside them
+        assert gpu["allocatable"] == {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}
+        assert gpu["allocatableValues"] == {"cpu": 64000, "memory": 512 * 1024**3, GPU: 8, "pods": 110}
+        assert (gpu["requested"]["memory"], gpu["free"]["memory"]) == ("0", "512Gi")
+        assert (gpu["largestFree"]["cpu"], gpu["largestFreeNodes"]["cpu"]) == ("64", world.gpu)
+        cpu = _pool(cap, world.pool_label, "cpu")
+        assert (cpu["largestFree"]["cpu"], cpu["largestFreeValues"]["cpu"], cpu["largestFreeNodes"]["cpu"]) == (
+            "16", 16000, world.cpu)
         # the pools are ordered by --pool-label, then value; nodes of other tests have no such label
         assert [p["value"] for p in cap["pools"][:2]] == ["cpu", "gpu"]
         assert cap["pools"][-1]["label"] is None or len(cap["pools"]) == 2
@@ -154,11 +157,11 @@ def test_the_nodes_route_selects_pages_and_refuses(srv: Server, world: World) ->
     NodeList.model_validate(whole)
     assert whole["cluster"] == HOME and whole["watching"] is True and whole["metadata"] == {}
     g = whole["items"][1]
-    assert g["allocatable"] == {"cpu": 64000, "memory": 512 * 1024**3, GPU: 8, "pods": 110}
+    assert g["allocatableValues"] == {"cpu": 64000, "memory": 512 * 1024**3, GPU: 8, "pods": 110}
     assert g["pool"] == {"label": world.pool_label, "value": "gpu"} and g["schedulable"] and g["ready"]
-    assert g["free"][GPU] == 8 and g["requested"]["pods"] == 0 and g["pods"] == 0
-    assert g["allocatableQuantities"] == {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}
-    assert g["freeQuantities"]["memory"] == "512Gi" and g["requestedQuantities"] == {"pods": "0"}
+    assert g["freeValues"][GPU] == 8 and g["requestedValues"]["pods"] == 0 and g["pods"] == 0
+    assert g["allocatable"] == {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}
+    assert g["free"]["memory"] == "512Gi" and g["requested"] == {"pods": "0"}
     # pages: limit and the opaque continue token, tied to the selector it was made for
     first = c.get(f"/clusters/{HOME}/nodes", params={**sel, "limit": 1}).json()
     assert [n["name"] for n in first["items"]] == [world.cpu] and first["metadata"]["continue"]
@@ -184,20 +187,19 @@ def test_figures_follow_a_pod_coming_and_going(srv: Server, world: World, kubect
     path = f"/api/v1/namespaces/{world.ns}/pods/train"
 
     def gpus() -> tuple[int, int, int]:
-        pool = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")["resources"]
+        pool = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")
         node = c.get(f"/clusters/{HOME}/nodes", params={"labelSelector": f"{world.pool_label}=gpu"}).json()
-        g = pool[GPU]
-        return g["free"], g["largestFree"]["amount"], node["items"][0]["free"][GPU]
+        return pool["freeValues"][GPU], pool["largestFreeValues"][GPU], node["items"][0]["freeValues"][GPU]
 
     try:
         start = time.monotonic()
         kubectl.apply(_pod(world.ns, "train", world.gpu, [{"cpu": "2", "memory": "8Gi", GPU: "4"}]))
         eventually(lambda: gpus() == (4, 4, 4), timeout=5, what="the pod's 4 GPUs taken")
         came = time.monotonic() - start
-        taken = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")["resources"]
-        assert (taken["cpu"]["requestedQuantity"], taken["cpu"]["freeQuantity"]) == ("2", "62")
-        assert (taken["memory"]["requested"], taken["memory"]["freeQuantity"]) == (8 * 1024**3, "504Gi")
-        assert taken["pods"]["requested"] == 1
+        taken = _pool(c.get(f"/clusters/{HOME}").json()["capacity"], world.pool_label, "gpu")
+        assert (taken["requested"]["cpu"], taken["free"]["cpu"]) == ("2", "62")
+        assert (taken["requestedValues"]["memory"], taken["free"]["memory"]) == (8 * 1024**3, "504Gi")
+        assert taken["requestedValues"]["pods"] == 1
         start = time.monotonic()
         _delete_all(apiserver, [path])
         eventually(lambda: gpus() == (8, 8, 8), timeout=5, what="the 4 GPUs given back")
@@ -218,10 +220,32 @@ def test_metrics_give_allocatable_and_free_per_cluster_pool_and_resource(srv: Se
     assert "# TYPE wlmap_cluster_free gauge" in text
 
 
-def test_without_a_model_capacity_is_unavailable_and_nodes_a_503(direct: Server) -> None:
-    item = httpx.get(direct.url + f"/clusters/{HOME}", timeout=30).json()
-    cap = item["capacity"]
-    assert cap["available"] is False and cap["state"] == "unavailable" and "--cache false" in cap["reason"]
-    assert set(cap) == {"available", "state", "reason"}
-    r = httpx.get(direct.url + f"/clusters/{HOME}/nodes", timeout=30)
-    assert r.status_code == 503 and r.headers["retry-after"] and "--cache false" in r.json()["detail"], r.text
+def test_without_a_model_capacity_comes_from_one_list(direct: Server, world: World, kubectl: Kubectl,
+                                                      apiserver: ApiServer) -> None:
+    """--cache false: the node and pod lists, read again when older than LIST_TTL."""
+    c = httpx.Client(base_url=direct.url, timeout=30)
+    item = c.get(f"/clusters/{HOME}").json()
+    ClusterStatus.model_validate(item)
+    assert (item["capacityVisible"], item["capacityState"], item["capacityReason"]) == (True, "ready", None)
+    assert item["capacity"]["watching"] is False and item["capacity"]["nodes"]["total"] >= 2
+    sel = {"labelSelector": f"wlmap.test/run={world.sfx}"}
+
+    def gpu_free() -> int:
+        page = c.get(f"/clusters/{HOME}/nodes", params=sel).json()
+        NodeList.model_validate(page)
+        assert [n["name"] for n in page["items"]] == [world.cpu, world.gpu]
+        return int(page["items"][1]["freeValues"][GPU])
+
+    assert gpu_free() == 8
+    path = f"/api/v1/namespaces/{world.ns}/pods/listed"
+    try:
+        kubectl.apply(_pod(world.ns, "listed", world.gpu, [{"cpu": "1", GPU: "2"}]))
+        start = time.monotonic()
+        eventually(lambda: gpu_free() == 6, timeout=LIST_TTL + 10, what="the bound pod in the next list")
+        seen = time.monotonic() - start
+        assert seen <= LIST_TTL + 5, seen
+        print(f"--cache false: a bound pod seen in capacity after {seen:.3f} s (lists at most every {LIST_TTL:g} s)")
+    finally:
+        _delete_all(apiserver, [path])
+
+

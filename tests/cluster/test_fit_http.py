@@ -80,10 +80,10 @@ def _jobset(name: str, pods: int, gpus: int, selector: dict[str, str], toleratio
                 "parallelism": pods, "completions": pods, "template": {"spec": pod_spec}}}}]}}
 
 
-def _fit(c: httpx.Client, body: dict[str, Any]) -> dict[str, Any]:
+def _fit(c: httpx.Client, body: dict[str, Any], **params: str) -> dict[str, Any]:
     """The home cluster's verdict, once the inventory holds this module's nodes and pod."""
     def ready() -> dict[str, Any] | None:
-        r = c.post("/fit", json=body)
+        r = c.post("/fit", json=body, params=params)
         assert r.status_code == 200, r.text
         doc = r.json()
         (row,) = doc["clusters"]
@@ -110,38 +110,40 @@ def test_a_jobset_that_fits_is_placed_without_over_committing(admin: httpx.Clien
     doc, _ = eventually(settled, timeout=30, what="a placement on both nodes")
     (row,) = doc["clusters"]
     assert doc["best"] == HOME and row["cluster"] == HOME and row["exact"] is True
-    assert doc["groups"] == [{"name": "replicated-job/trainer", "pods": 2, "gang": doc["groups"][0]["gang"],
-                              "topologyKey": None,
+    assert doc["groups"] == [{"name": "replicated-job/trainer", "component": "replicated-job", "instance": "trainer",
+                              "pods": 2, "gang": doc["groups"][0]["gang"], "topologyKey": None,
+                              "requests": {"cpu": "4", "memory": "16Gi", GPU: "4"},
                               "requestValues": {"cpu": 4000, "memory": 16 * 1024**3, GPU: 4}}]
     assert doc["groups"][0]["gang"]  # the JobSet is one gang
-    placed = {p["node"]: p["pods"] for p in row["placement"]["replicated-job/trainer"]}
-    assert placed == {world.a: 1, world.b: 1}  # 6 and 4 GPUs free: one 4-GPU pod on each
-    assert row["sets"] == 1 and row["reason"] == "fits now: 1 complete copy at once (binpack)"
-    assert "shortfall" not in row
+    # 6 and 4 GPUs free: one 4-GPU pod on each
+    assert row["placement"] == [{"component": "replicated-job", "instance": "trainer", "pods": 2,
+                                 "nodes": {world.a: 1, world.b: 1}}]
+    assert row["sets"] == 1 and row["message"] == "fits now: 1 complete copy at once" and row["policy"] == "pack"
+    assert row["shortfall"] == []
 
 
 def test_more_gpus_than_any_node_has_free(admin: httpx.Client, world: World) -> None:
-    doc = _fit(admin, {"object": _jobset("big", 1, 8, {world.label: "gpu"}, [GPU_TOLERATION]), "policy": "spread"})
+    doc = _fit(admin, {"object": _jobset("big", 1, 8, {world.label: "gpu"}, [GPU_TOLERATION])}, policy="spread")
     (row,) = doc["clusters"]
     assert doc["best"] is None and row["fits"] is False and row["sets"] == 0 and doc["policy"] == "spread"
-    short = row["shortfall"]["replicated-job/trainer"]
-    gpu = next(r for r in short["resources"] if r["resource"] == GPU)
-    assert gpu == {"resource": GPU, "perPod": 8, "perPodQuantity": "8", "mostFree": 6, "mostFreeQuantity": "6",
-                   "node": world.a}
-    assert short["reason"] == f"no node has 8 free {GPU}; the most free on one node is 6 ({world.a})"
-    assert short["reason"] in row["reason"]
+    why = f"no node has 8 free {GPU} (the most on one node is 6: {world.a})"
+    assert row["shortfall"] == [{"component": "replicated-job", "instance": "trainer", "resource": GPU,
+                                 "perPod": "8", "perPodValue": 8, "pods": 1, "podsUnplaced": 1,
+                                 "largestFree": {"node": world.a, "free": "6", "value": 6}, "reason": why}]
+    assert row["message"] == why and row["placement"] == []
 
 
 def test_a_taint_the_pod_does_not_tolerate(admin: httpx.Client, world: World) -> None:
     doc = _fit(admin, {"object": _jobset("tainted", 1, 1, {world.label: "tainted"}, [GPU_TOLERATION])})
     (row,) = doc["clusters"]
     assert row["fits"] is False
-    assert row["shortfall"]["replicated-job/trainer"]["reason"].startswith("no node passes the filters: ")
-    assert "node has taint dedicated=batch:NoSchedule the pod does not tolerate (1 node)" in row["reason"]
+    assert {s["largestFree"] for s in row["shortfall"]} == {None}  # no node passes: nothing is free to it
+    assert row["message"].startswith("no node passes the filters: ")
+    assert "node has taint dedicated=batch:NoSchedule the pod does not tolerate (1 node)" in row["message"]
     # tolerated, it fits there
     tolerated = [GPU_TOLERATION, {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}]
     doc = _fit(admin, {"object": _jobset("tolerated", 1, 1, {world.label: "tainted"}, tolerated)})
-    assert doc["clusters"][0]["placement"]["replicated-job/trainer"] == [{"node": world.tainted, "pods": 1}]
+    assert [p["nodes"] for p in doc["clusters"][0]["placement"]] == [{world.tainted: 1}]
 
 
 def test_a_caller_without_list_nodes_gets_no_figure(secured: Server, world: World) -> None:
@@ -151,18 +153,19 @@ def test_a_caller_without_list_nodes_gets_no_figure(secured: Server, world: Worl
     assert r.status_code == 200, r.text
     doc = r.json()
     FitResponse.model_validate(doc)
-    assert doc["clusters"] == [{"cluster": HOME, "available": False, "state": "forbidden", "reason": NOT_LISTED}]
+    assert doc["clusters"] == [{"cluster": HOME, "available": False, "state": "forbidden", "fits": None,
+                                "message": NOT_LISTED}]
     assert doc["best"] is None and doc["totals"]["pods"] == 2
     assert world.a not in r.text and world.b not in r.text
 
 
 def test_bad_requests(admin: httpx.Client) -> None:
-    r = admin.post("/fit", json={"object": _jobset("x", 1, 1, {}, []), "clusters": ["no-such"]})
+    r = admin.post("/fit", json={"object": _jobset("x", 1, 1, {}, [])}, params={"clusters": "no-such"})
     assert r.status_code == 404 and r.json()["type"].endswith("cluster-not-found"), r.text
-    r = admin.post("/fit", json={"object": _jobset("x", 1, 1, {}, []), "policy": "random"})
+    r = admin.post("/fit", json={"object": _jobset("x", 1, 1, {}, [])}, params={"policy": "random"})
     assert r.status_code == 422, r.text
     # YAML, and a cluster named
     r = admin.post("/fit", content=f"object:\n  apiVersion: v1\n  kind: Pod\n  metadata: {{name: p}}\n"
-                                   f"  spec: {{containers: [{{name: c, image: x}}]}}\nclusters: [{HOME}]\n",
-                   headers={"Content-Type": "application/yaml"})
+                                   f"  spec: {{containers: [{{name: c, image: x}}]}}\n",
+                   headers={"Content-Type": "application/yaml"}, params={"clusters": HOME})
     assert r.status_code == 200 and r.json()["groups"][0]["pods"] == 1, r.text

@@ -54,12 +54,13 @@ def test_clusters_are_ranked_and_the_best_named(fleet_service: Server, label: st
         ("b", True, 2), ("c", True, 1), ("a", False, 0)]
     assert doc["best"] == "b"
     # a holds no node with the label (other tests' nodes, if any, fail the nodeSelector)
-    assert doc["clusters"][2]["reason"] in ("does not fit now: replicated-job/trainer: there are no nodes",) or \
-        doc["clusters"][2]["reason"].startswith("does not fit now: replicated-job/trainer: no node passes the filters")
+    assert doc["clusters"][2]["message"] == "there are no nodes" or \
+        doc["clusters"][2]["message"].startswith("no node passes the filters")
 
     # two 8-GPU pods at once: only b; named clusters only
-    two = {"object": _jobset("two", 2, 8, {label: "gpu"}, [GPU_TOLERATION]), "clusters": ["c", "b"]}
-    doc = c.post("/fit", json=two).json()
+    two = {"object": _jobset("two", 2, 8, {label: "gpu"}, [GPU_TOLERATION])}
+    doc = c.post("/fit", json=two, params={"clusters": "c,b"}).json()
     assert [(r["cluster"], r["fits"]) for r in doc["clusters"]] == [("b", True), ("c", False)]
     assert doc["best"] == "b"
-    assert doc["clusters"][1]["shortfall"]["replicated-job/trainer"]["placeable"] == 1
+    (short,) = doc["clusters"][1]["shortfall"]  # one pod places on c's one node, the other does not
+    assert (short["resource"], short["pods"], short["podsUnplaced"]) == ("nvidia.com/gpu", 2, 1)

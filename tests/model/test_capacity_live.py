@@ -22,6 +22,7 @@ import pytest
 
 from app.cli.common import build_registry
 from app.cluster.kube import Kube
+from app.model.listed import ListedCapacity
 from app.engine.pool import Evaluator
 from app.model.capacity import CapacityUnavailable
 from app.model.live import LiveModel
@@ -307,8 +308,62 @@ def test_without_the_right_to_list_nodes_capacity_says_so_and_workloads_still_sy
             assert m.status()["capacity"]["state"] == "forbidden" and m.synced
 
         _with_model(kubeconfig, check)
+
+        async def listed() -> None:  # --cache false: the same refusal from the lists
+            kube = await Kube.connect(str(kubeconfig))
+            try:
+                lc = ListedCapacity(kube)
+                await lc.refresh()
+                cap = lc.capacity()
+                assert (cap["available"], cap["state"]) == (False, "forbidden") and "may not list" in cap["reason"]
+                assert set(cap) == {"available", "state", "reason", "partial", "watching"}
+                with pytest.raises(CapacityUnavailable, match="may not list"):
+                    lc.nodes()
+            finally:
+                await kube.close()
+
+        asyncio.run(listed())
     finally:
         _delete_all(apiserver, [f"/api/v1/namespaces/{ns}/pods/solo",
                                 f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{role}",
                                 f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}",
                                 f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}", f"/api/v1/namespaces/{ns}"])
+
+
+def test_capacity_from_one_list_matches_the_live_model_and_lists_once_for_many_reads(
+        apiserver: ApiServer, kubectl: Kubectl) -> None:
+    """`ListedCapacity` (--cache false) against the live model on the same cluster: the same
+    figures; concurrent reads share one list; a read after the ttl lists again."""
+    sfx = uuid.uuid4().hex[:6]
+    ns, node = f"capl-{sfx}-list", f"capl-{sfx}-node"
+    kubectl.ensure_namespace(ns)
+    try:
+        _node(apiserver, node, {"wlmap.test/list": sfx}, {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4",
+                                                           "pods": "20"})
+        kubectl.apply(_pod(ns, "bound", node, [{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "1"}],
+                           init=[{"cpu": "3", "memory": "1Gi"}]))
+
+        async def check(m: LiveModel) -> None:
+            await _until(lambda: any(r["name"] == node and r["pods"] == 1 for r in m.nodes()), 10.0, "the bound pod")
+            kube = await Kube.connect(str(apiserver.kubeconfig("service")))
+            try:
+                lc = ListedCapacity(kube, ttl=0.5)
+                assert lc.capacity()["state"] == "starting"
+                await asyncio.gather(*(lc.refresh() for _ in range(8)))
+                assert lc.lists == 1
+                mine = f"wlmap.test/list={sfx}"
+                assert lc.nodes(mine) == m.nodes(mine)
+                row = lc.nodes(mine)[0]
+                assert row["requested"] == {"cpu": 3000, "memory": 2 * 1024**3, "nvidia.com/gpu": 1, "pods": 1}
+                await lc.refresh()
+                assert lc.lists == 1  # fresh: answered from memory
+                await asyncio.sleep(0.6)
+                await lc.refresh()
+                assert lc.lists == 2 and lc.capacity()["watching"] is False
+            finally:
+                await kube.close()
+
+        _with_model(apiserver.kubeconfig("service"), check)
+    finally:
+        _delete_all(apiserver, [f"/api/v1/namespaces/{ns}/pods/bound", f"/api/v1/nodes/{node}",
+                                f"/api/v1/namespaces/{ns}"])

@@ -44,7 +44,7 @@ def _live(name: str = "c1") -> Any:
     model.nodes.return_value = ROWS
     model.capacity_partial.return_value = None
     model.capacity_inventory = SimpleNamespace(watching=True)
-    return SimpleNamespace(name=name, model=model)
+    return SimpleNamespace(name=name, model=model, listed=None)
 
 
 def _allow(answer: bool | Exception) -> Any:
@@ -60,55 +60,67 @@ def _allow(answer: bool | Exception) -> Any:
 def test_without_list_nodes_nothing_is_read_and_no_figure_is_given() -> None:
     m = _live()
     got = asyncio.run(capacity.for_caller(_allow(False), m, POOLS))  # type: ignore[arg-type]
-    assert got == {"available": False, "state": "forbidden", "reason": "not allowed to list nodes in this cluster"}
+    assert got.fields() == {"capacity": None, "capacityVisible": False, "capacityState": "forbidden",
+                            "capacityReason": "not allowed to list nodes in this cluster"}
     m.model.capacity.assert_not_called()
 
 
-def test_with_list_nodes_the_figures_come_with_quantities_beside_them() -> None:
-    got = asyncio.run(capacity.for_caller(_allow(True), _live(), POOLS))  # type: ignore[arg-type]
-    cpu, gpu, mem = got["resources"]["cpu"], got["resources"][GPU], got["resources"]["memory"]
-    assert (cpu["free"], cpu["freeQuantity"], cpu["allocatableQuantity"]) == (-1500, "-1500m", "16")
-    assert cpu["largestFree"] is None
-    assert gpu["largestFree"] == {"amount": 4, "quantity": "4", "node": "n1"} and gpu["requestedQuantity"] == "4"
-    assert (mem["freeQuantity"], mem["largestFree"]["quantity"]) == ("63Gi", "63Gi")
-    assert got["pools"][0]["resources"][GPU]["freeQuantity"] == "4"
+def test_with_list_nodes_the_figures_read_as_quantities_with_values_beside_them() -> None:
+    got = asyncio.run(capacity.for_caller(_allow(True), _live(), POOLS)).fields()  # type: ignore[arg-type]
+    assert (got["capacityVisible"], got["capacityState"], got["capacityReason"]) == (True, "ready", None)
+    cap = got["capacity"]
+    assert cap["nodes"] == {"total": 2, "ready": 2, "schedulable": 1}
+    assert cap["free"] == {"cpu": "-1500m", GPU: "4", "memory": "63Gi"}
+    assert cap["freeValues"] == {"cpu": -1500, GPU: 4, "memory": 63 * 1024**3}
+    assert cap["allocatable"]["cpu"] == "16" and cap["requested"][GPU] == "4"
+    assert cap["largestFree"] == {GPU: "4", "memory": "63Gi"}  # no schedulable node offers cpu here
+    assert cap["largestFreeNodes"] == {GPU: "n1", "memory": "n1"}
+    (pool,) = cap["pools"]
+    assert (pool["label"], pool["key"], pool["value"], pool["nodes"]) == ("nvidia.com/gpu.product=H100",
+                                                                           "nvidia.com/gpu.product", "H100", 1)
+    assert (pool["free"], pool["largestFree"], pool["allocatable"]) == ({GPU: "4"}, {GPU: "4"}, {GPU: "8"})
     assert FIGURES["resources"]["cpu"].keys() == {"allocatable", "requested", "free", "largestFree"}  # not edited
 
 
-def test_members_without_a_live_model_say_why() -> None:
-    direct = SimpleNamespace(name="d", model=None)
-    assert capacity.figures(direct, POOLS) == {  # type: ignore[arg-type]
-        "available": False, "state": "unavailable", "reason": capacity.NO_MODEL}
-    assert "--cache false" in capacity.NO_MODEL
-    stored = SimpleNamespace(name="s", model=object())  # a store's model: no inventory
-    assert capacity.figures(stored, POOLS)["reason"] == capacity.NO_INVENTORY  # type: ignore[arg-type]
-    assert capacity.figures(None, POOLS)["state"] == "unavailable"
-    with pytest.raises(CapacityUnavailable, match="--cache false"):
-        capacity.node_page(direct, None, None, None, POOLS)  # type: ignore[arg-type]
+def test_members_without_a_model_say_why() -> None:
+    connecting = SimpleNamespace(name="d", model=None, listed=None)  # not connected yet: neither model nor lists
+    seen = asyncio.run(capacity.for_caller(_allow(True), connecting, POOLS))  # type: ignore[arg-type]
+    assert (seen.visible, seen.state, seen.reason, seen.summary) == (True, "unavailable", capacity.NOT_CONNECTED, None)
+    stored = SimpleNamespace(name="s", model=object(), listed=None)  # a store's model: no inventory
+    seen = asyncio.run(capacity.for_caller(_allow(True), stored, POOLS))  # type: ignore[arg-type]
+    assert seen.reason == capacity.NO_INVENTORY
+    with pytest.raises(CapacityUnavailable, match="not connected"):
+        asyncio.run(capacity.node_page(connecting, None, None, None, POOLS))  # type: ignore[arg-type]
 
 
 def test_a_cluster_whose_rights_cannot_be_checked_says_so_in_its_item() -> None:
     got = asyncio.run(capacity.add_to_items(
         [{"name": "c1"}, {"name": "gone"}], {"c1": _live()},  # type: ignore[dict-item]
         lambda m: _allow(unavailable("cluster c1 is connecting; access cannot be checked")), POOLS))
-    assert got[0]["capacity"] == {"available": False, "state": "unavailable",
-                                  "reason": "cluster c1 is connecting; access cannot be checked"}
-    assert got[1]["capacity"]["reason"] == "the cluster is not connected"  # a Secret that could not be used
+    assert got[0] == {"name": "c1", "capacity": None, "capacityVisible": False, "capacityState": "unavailable",
+                      "capacityReason": "cluster c1 is connecting; access cannot be checked"}
+    assert got[1]["capacityReason"] == "the cluster is not connected"  # a Secret that could not be used
+    assert got[1]["capacity"] is None
+
+
+def _page(*args: Any) -> dict[str, Any]:
+    return asyncio.run(capacity.node_page(*args))
 
 
 def test_node_pages_by_name_with_a_token_good_for_its_selector_only() -> None:
     m = _live()
-    first = capacity.node_page(m, "x=y", 2, None, POOLS)  # type: ignore[arg-type]
+    first = _page(m, "x=y", 2, None, POOLS)  # type: ignore[arg-type]
     assert [r["name"] for r in first["items"]] == ["a", "b"] and first["metadata"]["continue"]
-    assert first["items"][0]["allocatableQuantities"] == {"cpu": "4", "pods": "10"}
+    assert first["items"][0]["allocatable"] == {"cpu": "4", "pods": "10"}
+    assert first["items"][0]["allocatableValues"] == {"cpu": 4000, "pods": 10}
     token = first["metadata"]["continue"]
-    rest = capacity.node_page(m, "x=y", 2, token, POOLS)  # type: ignore[arg-type]
+    rest = _page(m, "x=y", 2, token, POOLS)  # type: ignore[arg-type]
     assert [r["name"] for r in rest["items"]] == ["c"] and rest["metadata"] == {}
     assert rest["cluster"] == "c1" and rest["watching"] is True and rest["partial"] is None
     for selector, limit, cont, words in [("x=z", 2, token, "another query"), ("x=y", None, "junk", "not a token"),
                                          ("a in (b", None, None, "labelSelector"), (None, 0, None, "limit")]:
         with pytest.raises(ProblemError) as e:
-            capacity.node_page(m, selector, limit, cont, POOLS)  # type: ignore[arg-type]
+            _page(m, selector, limit, cont, POOLS)  # type: ignore[arg-type]
         assert e.value.status == 400 and words in e.value.detail
 
 

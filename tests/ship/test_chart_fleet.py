@@ -280,7 +280,8 @@ def test_a_cluster_name_used_twice_fails_the_render(clusters: dict[str, Any], ta
 
 
 def test_clusters_reader_clusterrole() -> None:
-    role_rules = [{"nonResourceURLs": ["/clusters", "/model"], "verbs": ["get"]}]
+    role_rules = [{"nonResourceURLs": ["/clusters", "/model"], "verbs": ["get"]},
+                  {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]  # capacity
     for values in ({"clusters": {"secrets": {"enabled": True}}},
                    {"clusters": {"extra": [{"name": "b", "secretName": "b"}]}}):
         objs = objects(render(values))

@@ -62,6 +62,19 @@ ON_PURPOSE = [
      '  - apiGroups: [""]\n'
      '    resources: ["nodes"]\n'
      '    verbs: ["get", "list", "watch"]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # issue 30: without the model, capacity lists Nodes
+     '  # Without a model, capacity comes from one list of Nodes (and bound pods) per read, at most\n'
+     '  # every 5 s; without this rule capacity says it is unavailable.\n'
+     '  - apiGroups: [""]\n'
+     '    resources: ["nodes"]\n'
+     '    verbs: ["list"]\n'),
+    ("workload-map/templates/clusterrole-clusters-reader.yaml",  # issue 30: readers see capacity
+     "# `list nodes` lets them see this cluster's capacity (its `capacity` there, /clusters/NAME/nodes,\n"
+     "# POST /fit's verdict); another cluster's capacity needs the same right in that cluster.\n"),
+    ("workload-map/templates/clusterrole-clusters-reader.yaml",
+     '  - apiGroups: [""]\n'
+     '    resources: ["nodes"]\n'
+     '    verbs: ["list"]\n'),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"

@@ -410,10 +410,12 @@ def test_full_values_render() -> None:
     assert reader["subjects"] == [PROMETHEUS_SA]
 
     # auth none: no token or access reviews; no Karta resources: no kartas; no cache: no CRDs; the
-    # extra rule is there; Events are read either way (the diagnosis); actions: patch on root kinds
+    # extra rule is there; Events are read either way (the diagnosis); actions: patch on root kinds;
+    # capacity lists nodes
     rules = named(objs, "ClusterRole", "wlmap-full-workload-map")["rules"]
     patch = {(g, _chart_rbac().plural(k), "patch") for g, k in root_kinds()}
-    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS | patch
+    listed = {("", "nodes", "list")}
+    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS | patch | listed
     assert all("*" not in r["resources"] and "secrets" not in r["resources"] for r in rules)
 
 
@@ -590,7 +592,9 @@ def test_crd_watch_rule_follows_the_cache() -> None:
     """The model (config.cache) watches CustomResourceDefinitions and Nodes; direct reads do not need them."""
     assert CRDS | NODES <= rule_set(named(objects(render()), "ClusterRole", FULLNAME)["rules"])
     off = rule_set(named(objects(render({"config": {"cache": False}})), "ClusterRole", FULLNAME)["rules"])
-    assert not (CRDS | NODES) & off and off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS
+    # without the model: no watch, but capacity lists nodes
+    assert not (CRDS | NODES) & off - {("", "nodes", "list")}
+    assert off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS | {("", "nodes", "list")}
 
 
 def test_patch_rules_follow_actions() -> None:

@@ -130,4 +130,4 @@ async def list_cluster_nodes(
     member = service.member(cluster, "nodes")
     if not await capacity.may_list_nodes(service.auth.rights(request.scope["state"], member)):
         raise ProblemError(403, "forbidden", "Forbidden", capacity.MAY_NOT_LIST)
-    return dumps(capacity.node_page(member, labelSelector, limit, continue_, service.settings.pool_labels))
+    return dumps(await capacity.node_page(member, labelSelector, limit, continue_, service.settings.pool_labels))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from .. import fit
@@ -24,10 +26,19 @@ FIT_BODY = manifest_or_envelope("FitRequest")
     summary="Where a workload fits now: per cluster, fits, sets, a placement plan or the shortfall",
     openapi_extra={"requestBody": FIT_BODY},
 )
-async def fit_endpoint(request: Request, service: ServiceDep) -> Response:
-    """The body is what `POST /interpret` takes (a manifest, or `{"object" | "ref", "definition"?}`),
-    with `policy` (`binpack`, the default, or `spread`) and `clusters` (names; default every
-    cluster) in the envelope.  The workload is interpreted, its pod-bearing instances become pod
+async def fit_endpoint(
+    request: Request,
+    service: ServiceDep,
+    policy: Annotated[
+        Literal["pack", "spread"] | None,
+        Query(description="pack (the default): each pod onto the most allocated node with room; spread: the least"),
+    ] = None,
+    clusters: Annotated[
+        str | None, Query(description="cluster names, comma-separated (default: every cluster)")
+    ] = None,
+) -> Response:
+    """The body is what `POST /interpret` takes (a manifest, or `{"object" | "ref", "definition"?}`);
+    the query gives `policy` and `clusters`.  The workload is interpreted, its pod-bearing instances become pod
     groups (a gang hint sets their gang minimum and topology: docs/capacity.md), and each cluster's
     nodes and free capacity, from the live model (no API request), get a plan.
 
@@ -35,4 +46,4 @@ async def fit_endpoint(request: Request, service: ServiceDep) -> Response:
     elsewhere `state: forbidden` and no figure.  Clusters are ranked: fitting first, then more
     `sets`, then by name; `best` is the first that fits, null when none does."""
     doc = one_document(await request.body(), media_type(request))
-    return dumps(await fit.fit(service, doc, request.scope["state"]))
+    return dumps(await fit.fit(service, doc, request.scope["state"], policy, clusters))
