@@ -51,9 +51,11 @@ def options(policy: str | None, clusters: str | None) -> tuple[str, list[str]]:
     return policy, names
 
 
-async def _one(
+async def in_cluster(
     service: Service, member: Member, groups: list[PodGroup], policy: str, state: dict[str, Any]
 ) -> dict[str, Any]:
+    """One cluster's row: the verdict where the caller may list nodes and figures are ready,
+    else why there is none."""
     name = member.name
     try:
         allowed = await asyncio.wait_for(capacity.may_list_nodes(service.auth.rights(state, member)), READ_BOUND)
@@ -99,7 +101,7 @@ async def fit(
         raise ProblemError(422, "not-fittable", "Cannot fit", str(e)) from None
     service.need_store()
     members = [cluster.fleet.members[n] for n in names] if names else list(cluster.fleet.members.values())
-    rows = answers.ranked(await asyncio.gather(*(_one(service, m, groups, policy, state) for m in members)))
+    rows = answers.ranked(await asyncio.gather(*(in_cluster(service, m, groups, policy, state) for m in members)))
     return {
         "workload": interpretation.get("workload"),
         "totals": interpretation.get("totals"),

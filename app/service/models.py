@@ -513,7 +513,8 @@ class Diagnosis(_M):
     reason: str = Field(
         description="Unschedulable, PendingVolumeClaim, ImagePullBackOff, CrashLoopBackOff, OOMKilled, "
         "FailedCreate, GangMinimumNotMet, ... (the scheduler's, kubelet's or controller's "
-        "own word)"
+        "own word); NoCapacity: the pods that wait fit nowhere in the cluster's free capacity now (only for a "
+        "caller who may `list nodes` there)"
     )
     message: str = Field(description="as they wrote it; an event on an owner is prefixed with its kind and name")
     component: str | None = Field(description="the component of the pods (or owner) it concerns")
@@ -521,6 +522,11 @@ class Diagnosis(_M):
     since: str | None = Field(description="RFC 3339: when it began, as far as the cluster says")
     instances: list[str] | None = Field(None, description="the component instances of those pods")
     insufficient: list[str] | None = Field(None, description="Unschedulable: the resources the scheduler found short")
+    fitsIn: list[str] | None = Field(
+        None,
+        description="NoCapacity: the other clusters of the fleet where the whole workload fits now (among those "
+        "where the caller may `list nodes`)",
+    )
 
 
 class LiveInterpretation(Interpretation):

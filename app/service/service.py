@@ -20,8 +20,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from starlette.responses import Response
-
 from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
 from ..engine.interpret import InterpretationError, phase_of
 from ..engine.options import EngineOptions
@@ -41,7 +39,7 @@ from ..model.protocol import ClusterModel
 from ..store.errors import StoreUnavailable
 from . import fleet_reads
 from .auth import Authorizer
-from .bodies import JSON, decode
+from .bodies import decode
 from .cluster import Cluster
 from .errors import lookup_problem
 from .inline import InlineDefinitions
@@ -389,7 +387,8 @@ class Service:
         api_version: str | None,
         pods: bool,
         state: dict[str, Any],
-    ) -> Response:
+    ) -> bytes:
+        """One live workload's answer (JSON), read with the caller's rights."""
         allow = self.auth.rights(state, member)
         try:
             body = await self.reader(member, kind, api_version, namespace).describe(
@@ -397,7 +396,7 @@ class Service:
             )
         except LookupFailed as e:
             raise self.explained(e, namespace, name, kind) from None
-        return Response(body, media_type=JSON)
+        return body
 
     async def ref_member(self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False) -> Member:
         """The cluster a `ref` names (in a fleet without one: the one cluster that has it)."""

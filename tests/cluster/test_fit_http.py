@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.service.models import FitResponse
+from app.service.models import FitResponse, LiveInterpretation
 
 from ..model.test_capacity_live import _delete_all, _node, _pod
 from ..service.conftest import Server
@@ -39,6 +39,7 @@ class World:
     a: str  # 8 GPUs, 2 of them held by a bound pod
     b: str  # 4 GPUs
     tainted: str  # 8 GPUs, tainted dedicated=batch:NoSchedule
+    ns: str = ""
 
 
 def schedulable_node(api: ApiServer, name: str, labels: dict[str, str], alloc: dict[str, str],
@@ -54,7 +55,7 @@ def schedulable_node(api: ApiServer, name: str, labels: dict[str, str], alloc: d
 def world(apiserver: ApiServer, kubectl: Kubectl) -> Iterator[World]:
     sfx = uuid.uuid4().hex[:6]
     ns = f"fit-{sfx}"
-    w = World(f"wlmap.test/fit-{sfx}", f"fit-{sfx}-a", f"fit-{sfx}-b", f"fit-{sfx}-tainted")
+    w = World(f"wlmap.test/fit-{sfx}", f"fit-{sfx}-a", f"fit-{sfx}-b", f"fit-{sfx}-tainted", ns)
     big = {"cpu": "64", "memory": "512Gi", GPU: "8", "pods": "110"}
     paths = [f"/api/v1/namespaces/{ns}/pods/held"] + [f"/api/v1/nodes/{n}" for n in (w.a, w.b, w.tainted)] + [
         f"/api/v1/namespaces/{ns}"]
@@ -169,3 +170,39 @@ def test_bad_requests(admin: httpx.Client) -> None:
                                    f"  spec: {{containers: [{{name: c, image: x}}]}}\n",
                    headers={"Content-Type": "application/yaml"}, params={"clusters": HOME})
     assert r.status_code == 200 and r.json()["groups"][0]["pods"] == 1, r.text
+
+
+def _waiting(ns: str, name: str, gpus: int, label: str) -> dict[str, Any]:
+    """A bare pod no scheduler binds here: Pending, unscheduled."""
+    pod = _pod(ns, name, None, [{"cpu": "1", "memory": "1Gi", GPU: str(gpus)}])
+    pod["spec"] |= {"nodeSelector": {label: "gpu"}, "tolerations": [GPU_TOLERATION]}
+    return pod
+
+
+def test_pending_pods_that_fit_nowhere_are_diagnosed_no_capacity(
+        admin: httpx.Client, world: World, kubectl: Kubectl, apiserver: ApiServer) -> None:
+    pods = [f"/api/v1/namespaces/{world.ns}/pods/{n}" for n in ("wait-big", "wait-small")]
+    spare = f"{world.a}-spare"
+    try:
+        kubectl.apply(_waiting(world.ns, "wait-big", 8, world.label))
+        kubectl.apply(_waiting(world.ns, "wait-small", 1, world.label))
+
+        def no_capacity(name: str) -> list[dict[str, Any]]:
+            r = admin.get(f"/workloads/{world.ns}/{name}")
+            assert r.status_code == 200, r.text
+            LiveInterpretation.model_validate(r.json())
+            return [e for e in r.json()["diagnosis"] if e["reason"] == "NoCapacity"]
+
+        (entry,), _ = eventually(lambda: no_capacity("wait-big"), timeout=30, what="the NoCapacity entry")
+        assert entry == {"severity": "error", "reason": "NoCapacity", "component": entry["component"], "pods": 1,
+                         "since": None, "fitsIn": [],
+                         "message": f"fits nowhere in this cluster now: no node has 8 free {GPU} "
+                                    f"(the most on one node is 6: {world.a})"}
+        assert entry["component"]
+        assert no_capacity("wait-small") == []  # 1 GPU fits: something else holds it back
+        # a node with room comes: the verdict goes
+        schedulable_node(apiserver, spare, {world.label: "gpu"}, {"cpu": "64", "memory": "512Gi", GPU: "8",
+                                                                   "pods": "110"})
+        eventually(lambda: no_capacity("wait-big") == [], timeout=30, what="the entry gone once it fits")
+    finally:
+        _delete_all(apiserver, [*pods, f"/api/v1/nodes/{spare}"])

@@ -14,7 +14,7 @@ from app.service.models import FitResponse
 
 from ..cluster.test_fit_http import GPU, GPU_TOLERATION, _jobset, schedulable_node
 from ..cluster.util import eventually
-from ..model.test_capacity_live import _delete_all
+from ..model.test_capacity_live import _delete_all, _pod
 from ..service.conftest import Server
 from .conftest import Fleet
 
@@ -64,3 +64,28 @@ def test_clusters_are_ranked_and_the_best_named(fleet_service: Server, label: st
     assert doc["best"] == "b"
     (short,) = doc["clusters"][1]["shortfall"]  # one pod places on c's one node, the other does not
     assert (short["resource"], short["pods"], short["podsUnplaced"]) == ("nvidia.com/gpu", 2, 1)
+
+
+def test_a_pod_that_fits_nowhere_in_its_cluster_names_where_it_would(fleet_service: Server, fleet: Fleet,
+                                                                    label: str) -> None:
+    """In a (no node with the label) a pod waits for 8 GPUs: NoCapacity, fitsIn b and c."""
+    c = httpx.Client(base_url=fleet_service.url, timeout=30)
+    name = f"wait-{uuid.uuid4().hex[:6]}"
+    path = f"/api/v1/namespaces/default/pods/{name}"
+    pod = _pod("default", name, None, [{"cpu": "1", "memory": "1Gi", GPU: "8"}])
+    pod["spec"] |= {"nodeSelector": {label: "gpu"}, "tolerations": [GPU_TOLERATION]}
+    fleet.servers["a"].call("POST", "/api/v1/namespaces/default/pods", pod)
+    try:
+        def entry() -> dict[str, Any] | None:
+            r = c.get(f"/clusters/a/workloads/default/{name}")
+            if r.status_code == 404:
+                return None
+            assert r.status_code == 200, r.text
+            found = [e for e in r.json()["diagnosis"] if e["reason"] == "NoCapacity"]
+            return found[0] if found and found[0]["fitsIn"] == ["b", "c"] else None
+
+        got, _ = eventually(entry, timeout=60, what="NoCapacity naming b and c")
+        assert got["message"].startswith("fits nowhere in this cluster now: ")
+        assert got["pods"] == 1 and got["severity"] == "error"
+    finally:
+        _delete_all(fleet.servers["a"], [path])

@@ -12,8 +12,8 @@ from starlette.responses import Response
 
 from ...cluster.listing import ListQuery, QueryError, parse_query
 from ...cluster.reader import LookupFailed
-from .. import fleet_reads, streams
-from ..bodies import dumps
+from .. import fleet_reads, no_capacity, streams
+from ..bodies import JSON, dumps
 from ..errors import lookup_problem
 from ..models import LiveInterpretation, ModelStatus, WorkloadList
 from ..problems import ProblemError
@@ -145,7 +145,10 @@ async def one_workload(
             )
         except LookupFailed as e:
             raise service.explained(e, namespace, name, kind) from None
-    return await service.describe(member, namespace, name, kind, apiVersion, pods, state)
+    body = await service.describe(member, namespace, name, kind, apiVersion, pods, state)
+    if pods:  # pods that wait and fit nowhere now: the NoCapacity entry
+        body = await no_capacity.with_verdict(service, member, body, state)
+    return Response(body, media_type=JSON)
 
 
 async def workload_list(
