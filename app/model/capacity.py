@@ -39,11 +39,6 @@ from ..engine.requests import pod_requests, pod_requests_key
 # (node name, ((resource, amount), ...)): what one bound, non-terminal pod holds on its node
 Held = tuple[str, tuple[tuple[str, int], ...]]
 
-DEFAULT_POOL_LABELS = (
-    "nvidia.com/gpu.product",
-    "cloud.google.com/gke-accelerator",
-    "node.kubernetes.io/instance-type",
-)
 
 # request vectors, shared between the pods that have the same one (replicas of one workload);
 # bounded: past this many distinct vectors a pod keeps its own

@@ -17,9 +17,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..cluster.kube import NODES, PODS, Forbidden, Kube, KubeError
 from ..cluster.selectors import Selector
-from .capacity import DEFAULT_POOL_LABELS, ClusterCapacity, held_by
+from .capacity import ClusterCapacity, held_by
 
 LIST_TTL = 5.0  # seconds a list answers reads before the next read lists again
 # bound and not ended: what holds capacity (terminal pods are dropped by the API server already)

@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 from cachetools import LRUCache
 
+from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..cluster.diagnosis import (
     Context,
     PodFacts,
@@ -65,7 +66,7 @@ from ..engine.pool import BACKGROUND  # this model's loops evaluate for no calle
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .capacity import DEFAULT_POOL_LABELS, ClusterCapacity
+from .capacity import ClusterCapacity
 from .events import EventLog, TokenError
 from .kinds import GK, KindWatch
 from .owners import OwnerGraph

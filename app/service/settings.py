@@ -25,11 +25,11 @@ from pydantic import (
     model_validator,
 )
 
+from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..cluster.kube import in_cluster
 from ..engine import accelerators
 from ..fleet import specs
 from ..fleet.specs import ClusterSpec
-from ..model.capacity import DEFAULT_POOL_LABELS
 
 MiB = 1024 * 1024
 
