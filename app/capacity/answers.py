@@ -7,11 +7,14 @@ beside them holds the same figures as integers in base units (millicores, bytes,
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from app.capacity.nodes import show
 from app.capacity.plan import Plan, PodGroup
+from app.capacity.workload import NotFittable, pod_groups
 
 
 def quantities(values: Mapping[str, int]) -> dict[str, str]:
@@ -155,3 +158,42 @@ def ranked(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 def best(rows: Sequence[dict[str, Any]]) -> str | None:
     """The first ranked cluster where it fits (None: it fits nowhere that was asked)."""
     return rows[0]["cluster"] if rows and rows[0].get("fits") else None
+
+
+# -- the NoCapacity diagnosis -------------------------------------------------------------------
+
+
+def waiting(live_answer: Mapping[str, Any]) -> tuple[list[PodGroup], list[PodGroup]] | None:
+    """The pod groups of a live answer (a live interpretation with its pods), and the same groups
+    less their pods already bound to a node (those hold their capacity already; groups with
+    nothing left are dropped). None when nothing waits: every pod it has is bound, or a
+    component failed (its pods are unknown)."""
+    pods = (live_answer.get("live") or {}).get("pods") or []
+    if not any(not p.get("node") and p.get("phase") in (None, "Pending") for p in pods):
+        return None
+    try:
+        groups = pod_groups(live_answer)
+    except NotFittable:
+        return None
+    bound = Counter((p.get("component"), p.get("instance")) for p in pods if p.get("node"))
+    left = []
+    for g in groups:
+        n = g.count - bound[(g.component or g.name, g.instance)]
+        if n > 0:
+            left.append(dataclasses.replace(g, count=n))
+    return (groups, left) if left else None
+
+
+def no_capacity(here: Mapping[str, Any], waiting: Sequence[PodGroup], fits_in: Iterable[str]) -> dict[str, Any]:
+    """The `NoCapacity` diagnosis entry of pods that wait, from their cluster's verdict `here`
+    (fits false) and the other clusters where the whole workload fits now."""
+    components = {s["component"] for s in here["shortfall"]}
+    return {
+        "severity": "error",
+        "reason": "NoCapacity",
+        "message": f"fits nowhere in this cluster now: {here['message']}",
+        "component": components.pop() if len(components) == 1 else None,
+        "pods": sum(g.count for g in waiting),
+        "since": None,
+        "fitsIn": sorted(fits_in),
+    }

@@ -13,30 +13,15 @@ search.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from ..capacity.plan import POLICIES, PodGroup
-from ..capacity.workload import NotFittable, pod_groups
+from ..capacity import answers
+from ..capacity.plan import POLICIES
 from ..fleet.member import Member
 from .fit import in_cluster
 from .service import Service
-
-
-def unplaced(groups: Sequence[PodGroup], pods: Sequence[dict[str, Any]]) -> list[PodGroup]:
-    """Each group with its count less the pods of its component and instance bound to a node;
-    groups with nothing left are dropped."""
-    bound = Counter((p.get("component"), p.get("instance")) for p in pods if p.get("node"))
-    out = []
-    for g in groups:
-        left = g.count - bound[(g.component or g.name, g.instance)]
-        if left > 0:
-            out.append(dataclasses.replace(g, count=left))
-    return out
 
 
 async def with_verdict(service: Service, member: Member, body: bytes, state: dict[str, Any]) -> bytes:
@@ -45,30 +30,15 @@ async def with_verdict(service: Service, member: Member, body: bytes, state: dic
     if b'"node":null' not in body:  # every pod it has is bound (or it has none yet)
         return body
     doc = orjson.loads(body)
-    pods = (doc.get("live") or {}).get("pods") or []
-    if not any(not p.get("node") and p.get("phase") in (None, "Pending") for p in pods):
+    found = answers.waiting(doc)
+    if found is None:
         return body
-    try:
-        groups = pod_groups(doc)
-    except NotFittable:
-        return body  # a component failed: its pods are unknown
-    waiting = unplaced(groups, pods)
-    if not waiting:
-        return body
-    here = await in_cluster(service, member, waiting, POLICIES[0], state)
+    groups, left = found
+    here = await in_cluster(service, member, left, POLICIES[0], state)
     if here.get("fits") is not False:
         return body  # it fits (something else holds it back), or no verdict for this caller
     others = [m for m in service.cluster.fleet.members.values() if m is not member] if service.cluster else []
     rows = await asyncio.gather(*(in_cluster(service, m, groups, POLICIES[0], state) for m in others))
-    components = {s["component"] for s in here["shortfall"]}
-    entry = {
-        "severity": "error",
-        "reason": "NoCapacity",
-        "message": f"fits nowhere in this cluster now: {here['message']}",
-        "component": components.pop() if len(components) == 1 else None,
-        "pods": sum(g.count for g in waiting),
-        "since": None,
-        "fitsIn": sorted(r["cluster"] for r in rows if r.get("fits")),
-    }
-    doc["diagnosis"] = [entry, *doc["diagnosis"]]
+    entry = answers.no_capacity(here, left, (r["cluster"] for r in rows if r.get("fits")))
+    doc["diagnosis"] = [entry, *doc.get("diagnosis", [])]
     return orjson.dumps(doc)
