@@ -64,7 +64,8 @@ def _answer(name: str, p: Plan, partial: str | None) -> dict[str, Any]:
     }
     if p.fits:
         copies = "copy" if p.sets == 1 else "copies"
-        out["reason"] = f"fits now: {p.sets} complete {copies} at once ({p.policy})"
+        least = "at least " if p.sets_bounded else ""  # the copies stopped at the plan's work bound
+        out["reason"] = f"fits now: {least}{p.sets} complete {copies} at once ({p.policy})"
         return out
     out["shortfall"] = {
         g: {
