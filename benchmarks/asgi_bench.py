@@ -29,6 +29,29 @@ MANIFEST = ROOT / "benchmarks" / "data" / "jobset-16k.json"
 CASES = ("interpret, jq results reused", "interpret, cold", "batch of 100, jq results reused")
 
 
+async def post(app: Any, path: str, body: bytes, headers: list[tuple[bytes, bytes]]) -> list[dict[str, Any]]:
+    """One POST through the ASGI app in-process: the messages it sent."""
+    sent: list[dict[str, Any]] = []
+    given = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.sleep(3600)  # the client stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+             "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "state": {}}
+    await app(scope, receive, send)
+    return sent
+
+
 def measure(case: str, n: int) -> float:
     """µs per request of `case` in this process (the app of whatever `app` imports)."""
     from app.service.app import create_app
@@ -43,24 +66,7 @@ def measure(case: str, n: int) -> float:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"host", b"x")]
 
     async def call() -> None:
-        sent: list[dict[str, Any]] = []
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await asyncio.sleep(3600)  # the client stays connected
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-                 "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
-                 "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "state": {}}
-        await app(scope, receive, send)
+        sent = await post(app, path, body, headers)
         if sent[0]["status"] != 200:
             raise SystemExit(f"{case}: {sent[0]['status']} {sent[-1].get('body', b'')[:300]!r}")
 

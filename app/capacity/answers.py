@@ -99,6 +99,7 @@ def verdict(cluster: str, p: Plan, groups: Sequence[PodGroup], partial: str | No
         "state": "ready",
         "fits": p.fits,
         "sets": p.sets,
+        "setsBounded": p.sets_bounded,
         "exact": p.exact,
         "policy": p.policy,
         "placement": [
@@ -111,7 +112,8 @@ def verdict(cluster: str, p: Plan, groups: Sequence[PodGroup], partial: str | No
     }
     if p.fits:
         copies = "copy" if p.sets == 1 else "copies"
-        out["message"] = f"fits now: {p.sets} complete {copies} at once"
+        least = "at least " if p.sets_bounded else ""  # the copies stopped at the plan's work bound
+        out["message"] = f"fits now: {least}{p.sets} complete {copies} at once"
         return out
     for name, s in sorted(p.shortfall.items()):
         if not s.unplaced and s.placeable >= s.pods:

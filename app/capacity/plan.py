@@ -33,14 +33,25 @@ an exhaustive search (every distribution of each group's identical pods over its
 nodes, for every choice of topology values) runs with a budget of tries (`budget`, 20,000 by
 default). A verdict is exact (`Plan.exact`) when a placement was found, a check proved there is
 none, or the search ended within its budget: on small problems `fits` is false only when no
-assignment of pods to nodes exists. A larger workload, a search out of tries, or more than
-MAX_DOMAIN_CHOICES (4,096) choices of topology values leave the first-fit verdict, unproven.
+assignment of pods to nodes exists. A larger workload, a search out of tries, more than
+MAX_DOMAIN_CHOICES (4,096) choices of topology values, or a first copy past WORK node visits
+(below) leave the first-fit verdict, unproven.
 
 **Sets.** Copies of the whole workload are placed one after another on what the previous copies
 left, each as above (the exhaustive search shares one budget across copies), up to `max_sets`:
 `sets` is how many complete copies fit at once by this packing (0 when it does not fit).
-Cost: a copy ranks each group's eligible nodes once (a heap then gives each next node), so
-sets of a small workload on 1,000 nodes, up to 1,000 copies, take about a second or two.
+Cost: the first copy ranks each group's eligible nodes once, in a heap per group that gives each
+next node; the heaps are kept for the next copy (a node changed gets a new entry), so a further
+copy costs about its pods, not a new ranking of the cluster.
+
+**Bounded work.** A caller must not make one plan take seconds. Work is counted in node visits
+(a node ranked, a node taken from or put back in a heap, a node scanned by a check, a node the
+search may place on): the first copy (the verdict) may take WORK (300,000), past which it does
+not fit, unproven (`exact` false); the copies after it SETS_WORK (100,000) more, past which they
+stop and `sets` is a lower bound (`sets_bounded`). A visit costs about a microsecond, so the
+copies take at most some 0.1 s and the verdict some 0.3 s (benchmarks/capacity_bench.py: the
+worst cases constructed); the search has its own budget of tries. Not counted: reading the
+filters once per group and node, and the shortfall of a workload that does not fit.
 
 **Shortfall.** When it does not fit, per group: per requested resource the amount one pod needs,
 the most free on any one node that passes the group's filters and that node; how many of the
@@ -66,6 +77,8 @@ BUDGET = 20_000
 MAX_SETS = 1000
 SEARCH_PODS = 64  # the exhaustive search runs on workloads of at most this many pods
 MAX_DOMAIN_CHOICES = 4096  # choices of topology values tried (one value per gang with a key)
+WORK = 300_000  # node visits the first copy may take (the verdict); past it: not proven
+SETS_WORK = 100_000  # node visits the copies after the first may take; past it: `sets` is a lower bound
 
 
 @dataclass(frozen=True)
@@ -121,9 +134,14 @@ class Plan:
     shortfall: dict[str, Shortfall]  # empty when it fits
     exact: bool  # the verdict is proven: a placement was found, or the search was complete
     policy: str = BINPACK
+    sets_bounded: bool = False  # the copies stopped at SETS_WORK: `sets` is a lower bound
 
 
 class _OutOfTries(Exception):
+    pass
+
+
+class _OutOfWork(Exception):
     pass
 
 
@@ -142,7 +160,25 @@ def _need(group: PodGroup) -> dict[str, int]:
 
 def _room(free: Mapping[str, int], need: Mapping[str, int]) -> int:
     """How many pods with these needs fit in these free amounts (need always has `pods`)."""
-    return min(max(free.get(r, 0), 0) // n for r, n in need.items())
+    most = -1
+    for r, n in need.items():
+        k = free.get(r, 0) // n
+        if k <= 0:
+            return 0
+        if most < 0 or k < most:
+            most = k
+    return most
+
+
+def _static(node: Node, constraints: Constraints, seen: dict[tuple[object, ...], str | None]) -> str | None:
+    """static_reason; without a nodeSelector or affinity it reads only readiness, cordon and
+    taints, so nodes alike in those share one answer (`seen`, per group)."""
+    if constraints.node_selector or constraints.affinity is not None:
+        return static_reason(node, constraints)
+    key = (node.ready, node.unschedulable, node.taints)
+    if key not in seen:
+        seen[key] = static_reason(node, constraints)
+    return seen[key]
 
 
 class _Fit:
@@ -159,12 +195,19 @@ class _Fit:
         self.reasons: list[dict[int, str]] = []
         self.eligible: list[list[int]] = []
         for g in self.groups:
-            why = {i: r for i, n in enumerate(self.nodes) if (r := static_reason(n, g.constraints)) is not None}
+            seen: dict[tuple[object, ...], str | None] = {}
+            why = {i: r for i, n in enumerate(self.nodes) if (r := _static(n, g.constraints, seen)) is not None}
             self.reasons.append(why)
             self.eligible.append([i for i in range(len(self.nodes)) if i not in why])
         self.total_free: Counter[str] = Counter()
         for f in self.free:
-            self.total_free.update({r: max(n, 0) for r, n in f.items()})
+            for r, n in f.items():
+                if n > 0:
+                    self.total_free[r] += n
+        self.work, self.limit = 0, WORK  # node visits so far, and where they stop (_OutOfWork)
+        self.ver = [0] * len(self.nodes)  # bumped when a node's free amounts change (greedy's heaps)
+        self.kept: tuple[int, list[dict[str, int]], list[list[tuple[float, int, int]] | None]] | None = None
+        self._sets: dict[tuple[int, int], frozenset[int]] = {}
         self.order = sorted(range(len(self.groups)), key=self._size_key)
         self.kinds = [[r for r in need if r != PODS] or [PODS] for need in self.need]  # what allocation counts
         self.domains, self.domains_cut = self._domains()
@@ -193,22 +236,26 @@ class _Fit:
         and whether the choices were cut at MAX_DOMAIN_CHOICES."""
         gangs = self._gangs()
         values = [sorted({n.labels[g.topology_key] for n in self.nodes if g.topology_key in n.labels}) for g in gangs]
+        at = {g.name: k for k, g in enumerate(gangs)}
+        # per group: None (any node), or (its gang's position, its eligible nodes by that key's value)
+        split: list[tuple[int, dict[str, list[int]]] | None] = []
+        for g, elig in zip(self.groups, self.eligible, strict=True):
+            k = at.get(g.gang.name) if g.gang else None
+            if k is None:
+                split.append(None)
+                continue
+            key, by = gangs[k].topology_key or "", dict[str, list[int]]()
+            for i in elig:
+                v = self.nodes[i].labels.get(key)
+                if v is not None:
+                    by.setdefault(v, []).append(i)
+            split.append((k, by))
         out = []
         for choice in itertools.islice(itertools.product(*values), MAX_DOMAIN_CHOICES + 1):
-            chosen = {g.name: (g.topology_key, v) for g, v in zip(gangs, choice, strict=True)}
             out.append(
-                [
-                    [i for i in elig if self._in(i, chosen.get(g.gang.name) if g.gang else None)]
-                    for g, elig in zip(self.groups, self.eligible, strict=True)
-                ]
+                [e if s is None else s[1].get(choice[s[0]], []) for s, e in zip(split, self.eligible, strict=True)]
             )
         return out[:MAX_DOMAIN_CHOICES], len(out) > MAX_DOMAIN_CHOICES
-
-    def _in(self, i: int, domain: tuple[str | None, str] | None) -> bool:
-        if domain is None:
-            return True
-        key, value = domain
-        return key is not None and self.nodes[i].labels.get(key) == value
 
     # --- placing ----------------------------------------------------------------------------
 
@@ -223,48 +270,101 @@ class _Fit:
         used = sum(shares) / len(shares) if shares else 0.0
         return -used if self.policy == BINPACK else used
 
+    def _visit(self, n: int) -> None:
+        """Count n node visits; _OutOfWork past the limit (see WORK and SETS_WORK)."""
+        self.work += n
+        if self.work > self.limit:
+            raise _OutOfWork
+
     def greedy(
-        self, free: list[dict[str, int]], eligible: list[list[int]], partial: bool = False
+        self, free: list[dict[str, int]], eligible: list[list[int]], d: int | None = None, partial: bool = False
     ) -> list[Counter[int]] | None:
         """First-fit decreasing onto `free` (changed only when every pod places). Only the
         nodes it places on are copied, so a copy of a workload costs its pods, not the cluster.
-        While one group places, only the node it places on changes: a heap of (score, node)
-        gives the next node, the same one a scan of every node would. `partial`: place what
-        fits of each group, leave the rest, and always keep the result in `free` (to explain
-        a failure: what the pods that do place leave)."""
+        Each group's eligible nodes with room sit in a heap of (score, node, version): the
+        lowest score first, then the first node by name, the node a scan of every node would
+        pick. A node's entry is current while its version is (`ver`, bumped when its free
+        amounts change; a change pushes its new entry to every group's heap). The heaps of
+        domain `d` are kept for the next copy (`kept`) while only this greedy changes `free`,
+        so a further copy costs its pods, not a new ranking of every node. `partial`: place
+        what fits of each group, leave the rest, and keep the result in `free` (to explain a
+        failure: what the pods that do place leave)."""
+        kept = self.kept
+        heaps: list[list[tuple[float, int, int]] | None]
+        if d is not None and kept is not None and kept[0] == d and kept[1] is free:
+            heaps = kept[2]
+        else:
+            heaps = [None] * len(self.groups)
+        ver = self.ver
+        was: dict[int, int] = {}  # versions before this copy, put back when it fails
         work: dict[int, dict[str, int]] = {}
         placed: list[Counter[int]] = [Counter() for _ in self.groups]
-        for gi in self.order:
-            need, left = self.need[gi], self.groups[gi].count
-            ranked = []
-            for i in eligible[gi]:
-                f = work[i] if i in work else free[i]
-                if _room(f, need) >= 1:
-                    ranked.append((self._score(gi, i, f), i))
-            heapq.heapify(ranked)  # the lowest score first, then the first node by name
-            while left:
-                if not ranked:
-                    if partial:
-                        break
-                    return None
-                i = heapq.heappop(ranked)[1]
-                f = work.setdefault(i, dict(free[i]))
-                k = min(left, _room(f, need)) if self.policy == BINPACK else 1
-                self._take(f, need, k)
-                placed[gi][i] += k
-                left -= k
-                if _room(f, need) >= 1:
-                    heapq.heappush(ranked, (self._score(gi, i, f), i))
+        ok = False
+        try:
+            for gi in self.order:
+                need, left = self.need[gi], self.groups[gi].count
+                h = heaps[gi]
+                if h is None:
+                    self._visit(len(eligible[gi]))
+                    h = heaps[gi] = []
+                    for i in eligible[gi]:
+                        f = work[i] if i in work else free[i]
+                        if _room(f, need) >= 1:
+                            h.append((self._score(gi, i, f), i, ver[i]))
+                    heapq.heapify(h)
+                while left:
+                    while h and h[0][2] != ver[h[0][1]]:
+                        heapq.heappop(h)  # an entry of before the node changed
+                    if not h:
+                        if partial:
+                            break
+                        return None
+                    i = heapq.heappop(h)[1]
+                    f = work.setdefault(i, dict(free[i]))
+                    k = min(left, _room(f, need)) if self.policy == BINPACK else 1
+                    self._take(f, need, k)
+                    placed[gi][i] += k
+                    left -= k
+                    was.setdefault(i, ver[i])
+                    ver[i] += 1
+                    self._visit(len(heaps))
+                    for gj, hj in enumerate(heaps):
+                        if (
+                            hj is not None
+                            and (gj == gi or i in self._eligible_set(eligible, gj))
+                            and _room(f, self.need[gj]) >= 1
+                        ):
+                            heapq.heappush(hj, (self._score(gj, i, f), i, ver[i]))
+            ok = True
+        finally:
+            if not ok:
+                for i, v in was.items():
+                    ver[i] = v
+                if kept is not None and heaps is kept[2]:
+                    self.kept = None  # its heaps were popped: rebuilt next time
         for i, f in work.items():
             free[i] = f
+        if d is not None:
+            self.kept = (d, free, heaps)
         return placed
+
+    def _eligible_set(self, eligible: list[list[int]], gi: int) -> frozenset[int]:
+        key = (id(eligible[gi]), gi)
+        got = self._sets.get(key)
+        if got is None:
+            got = self._sets[key] = frozenset(eligible[gi])
+        return got
 
     def search(
         self, free: list[dict[str, int]], eligible: list[list[int]], tries: list[int]
     ) -> list[Counter[int]] | None:
         """Every distribution of each group's pods over its eligible nodes, until one places.
         `tries` is the budget left (a one-element list, shared); _OutOfTries when it runs out."""
-        work = [dict(f) for f in free]
+        touched = set().union(*eligible)
+        self._visit(len(touched))
+        work = list(free)
+        for i in touched:
+            work[i] = dict(free[i])
         placed: list[Counter[int]] = [Counter() for _ in self.groups]
 
         def place(step: int, left: int, start: int) -> bool:
@@ -297,6 +397,7 @@ class _Fit:
 
     def _alone(self, free: list[dict[str, int]], gi: int, nodes: list[int]) -> int:
         """How many of group gi's pods the nodes have room for, the group alone (capped)."""
+        self._visit(len(nodes))
         count, total = self.groups[gi].count, 0
         for i in nodes:
             total += _room(free[i], self.need[gi])
@@ -313,12 +414,13 @@ class _Fit:
         for gi, g in enumerate(self.groups):
             demand.update({r: n * g.count for r, n in self.need[gi].items()})
         nodes = set().union(*eligible)
+        self._visit(len(nodes))
         return all(sum(max(free[i].get(r, 0), 0) for i in nodes) >= n for r, n in demand.items())
 
     def place(self, free: list[dict[str, int]], tries: list[int]) -> tuple[list[Counter[int]] | None, bool]:
         """One copy: (placement or None, whether the answer is proven)."""
-        for eligible in self.domains:
-            placed = self.greedy(free, eligible)
+        for d, eligible in enumerate(self.domains):
+            placed = self.greedy(free, eligible, d)
             if placed is not None:
                 return placed, True
         open_ = [e for e in self.domains if self._could_fit(free, e)]
@@ -326,6 +428,7 @@ class _Fit:
             return None, not self.domains_cut
         if sum(g.count for g in self.groups) > SEARCH_PODS:
             return None, False  # too big to search: the first-fit verdict, unproven
+        self.kept = None  # the search changes `free` behind the heaps
         try:
             for eligible in open_:
                 placed = self.search(free, eligible, tries)
@@ -343,7 +446,7 @@ class _Fit:
         nodes there."""
         best: tuple[int, list[dict[str, int]], list[Counter[int]], list[list[int]]] | None = None
         for eligible in self.domains or [self.eligible]:
-            work = [dict(f) for f in self.free]
+            work = list(self.free)  # greedy replaces the entries it changes, never edits one
             placed = self.greedy(work, eligible, partial=True) or []
             total = sum(sum(c.values()) for c in placed)
             if best is None or total > best[0]:
@@ -363,11 +466,27 @@ class _Fit:
                 if node is None or amount > most:
                     most, node = amount, self.nodes[i].name
             resources.append(ResourceNeed(r, need[r], most, node, most < need[r]))
-        rooms = [{i: _room(self.free[i], need) for i in domain[gi]} for domain in self.domains]
-        placeable = min(g.count, max((sum(r.values()) for r in rooms), default=0))
+        placeable = min(g.count, self._alone_best(gi))
         unplaced = g.count - sum(placed.values())
         why = self._why(gi, resources, placeable, unplaced)
         return Shortfall(g.name, g.count, placeable, tuple(resources), why, unplaced)
+
+    def _alone_best(self, gi: int) -> int:
+        """The most of group gi's pods the free capacity has room for, the group alone, in one
+        value of its gang's topology label (any eligible node without one): each node's room
+        worked out once, summed per value."""
+        need = self.need[gi]
+        rooms = {i: _room(self.free[i], need) for i in self.eligible[gi]}
+        gang = self.groups[gi].gang
+        key = gang.topology_key if gang is not None else None
+        if key is None:
+            return sum(rooms.values())
+        per_value: Counter[str] = Counter()
+        for i, n in rooms.items():
+            value = self.nodes[i].labels.get(key)
+            if value is not None:
+                per_value[value] += n
+        return max(per_value.values(), default=0)
 
     def _why(self, gi: int, resources: list[ResourceNeed], placeable: int, unplaced: int) -> str:
         g, eligible = self.groups[gi], self.eligible[gi]
@@ -432,18 +551,29 @@ def plan(
     fit = _Fit(groups, nodes, free, policy)
     tries = [budget]
     work = [dict(f) for f in fit.free]
-    first, exact = fit.place(work, tries)
+    try:
+        first, exact = fit.place(work, tries)
+    except _OutOfWork:
+        first, exact = None, False  # too much work to tell: the first-fit verdict so far, unproven
     if first is None:
-        left, placed, eligible = fit.leftover()
+        fit.limit = fit.work + WORK  # the explanation has a bound of its own
+        try:
+            left, placed, eligible = fit.leftover()
+        except _OutOfWork:  # too much to place even partly: what is free now, nothing placed
+            left, placed, eligible = fit.free, [Counter() for _ in fit.groups], fit.eligible
         short = {g.name: fit.shortfall(gi, left, placed[gi], eligible[gi]) for gi, g in enumerate(fit.groups)}
         return Plan(False, 0, {}, short, exact, policy)
-    sets = 1
-    while sets < max_sets and fit.groups and fit.place(work, tries)[0] is not None:
-        sets += 1
+    sets, bounded = 1, False
+    fit.limit = fit.work + SETS_WORK
+    try:
+        while sets < max_sets and fit.groups and fit.place(work, tries)[0] is not None:
+            sets += 1
+    except _OutOfWork:
+        bounded = True
     if not fit.groups:
         sets = max_sets  # nothing to place: any number of copies fits
     placement = {
         g.name: tuple((fit.nodes[i].name, k) for i, k in sorted(first[gi].items())) for gi, g in enumerate(fit.groups)
     }
     placement.update({g.name: () for g in groups if g.count <= 0})
-    return Plan(True, sets, placement, {}, True, policy)
+    return Plan(True, sets, placement, {}, True, policy, bounded)

@@ -813,6 +813,9 @@ class ClusterFit(_M):
     fits: bool | None = Field(description="all of it (every gang at once) fits now; null: no verdict")
     message: str = Field(description="a sentence a person can act on")
     sets: int | None = Field(None, description="complete copies of the workload that fit at once")
+    setsBounded: bool | None = Field(
+        None, description="the copies stopped at the plan's work bound: `sets` is a lower bound"
+    )
     exact: bool | None = Field(None, description="the verdict is proven (false: first-fit's, on a large problem)")
     policy: Literal["pack", "spread"] | None = None
     placement: list[FitPlacement] | None = Field(None, description="one copy's plan when it fits (empty otherwise)")
