@@ -635,6 +635,136 @@ CAPACITY_UNITS = (
 )
 
 
+# Examples openapi.json shows (app/service/openapi.py), each validated by tests/service/test_openapi.py
+_GPU = "nvidia.com/gpu"
+_H100 = "NVIDIA-H100-80GB-HBM3"
+CAPACITY_EXAMPLE: dict[str, Any] = {
+    "nodes": {"total": 2, "ready": 2, "schedulable": 2},
+    "allocatable": {"cpu": "80", "memory": "576Gi", _GPU: "8", "pods": "220"},
+    "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
+    "free": {"cpu": "78", "memory": "568Gi", _GPU: "4", "pods": "219"},
+    "allocatableValues": {"cpu": 80000, "memory": 618475290624, _GPU: 8, "pods": 220},
+    "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
+    "freeValues": {"cpu": 78000, "memory": 609885356032, _GPU: 4, "pods": 219},
+    "largestFree": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
+    "largestFreeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
+    "largestFreeNodes": {"cpu": "gpu-1", "memory": "gpu-1", _GPU: "gpu-1", "pods": "gpu-1"},
+    "pools": [
+        {
+            "label": f"nvidia.com/gpu.product={_H100}",
+            "key": "nvidia.com/gpu.product",
+            "value": _H100,
+            "nodes": 1,
+            "nodeCounts": {"total": 1, "ready": 1, "schedulable": 1},
+            "allocatable": {"cpu": "64", "memory": "512Gi", _GPU: "8", "pods": "110"},
+            "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
+            "free": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
+            "allocatableValues": {"cpu": 64000, "memory": 549755813888, _GPU: 8, "pods": 110},
+            "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
+            "freeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
+            "largestFree": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
+            "largestFreeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
+            "largestFreeNodes": {"cpu": "gpu-1", "memory": "gpu-1", _GPU: "gpu-1", "pods": "gpu-1"},
+        }
+    ],
+    "partial": None,
+    "watching": True,
+    "podsOnUnknownNodes": 0,
+}
+NODE_EXAMPLE: dict[str, Any] = {
+    "name": "gpu-1",
+    "labels": {"nvidia.com/gpu.product": _H100},
+    "pool": {"label": "nvidia.com/gpu.product", "value": _H100},
+    "taints": [{"key": _GPU, "value": None, "effect": "NoSchedule"}],
+    "unschedulable": False,
+    "ready": True,
+    "schedulable": True,
+    "allocatable": {"cpu": "64", "memory": "512Gi", _GPU: "8", "pods": "110"},
+    "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
+    "free": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
+    "allocatableValues": {"cpu": 64000, "memory": 549755813888, _GPU: 8, "pods": 110},
+    "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
+    "freeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
+    "pods": 1,
+}
+_SHORT = "no node has 8 free nvidia.com/gpu (the most on one node is 4: gpu-1)"
+FIT_EXAMPLE: dict[str, Any] = {
+    "workload": {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "namespace": "team-a",
+        "name": "train",
+        "uid": None,
+    },
+    "totals": None,
+    "policy": "pack",
+    "groups": [
+        {
+            "name": "replicated-job/trainer",
+            "component": "replicated-job",
+            "instance": "trainer",
+            "pods": 2,
+            "requests": {"cpu": "4", "memory": "16Gi", _GPU: "8"},
+            "requestValues": {"cpu": 4000, "memory": 17179869184, _GPU: 8},
+            "gang": "train",
+            "topologyKey": None,
+        }
+    ],
+    "clusters": [
+        {
+            "cluster": "b",
+            "available": True,
+            "state": "ready",
+            "fits": True,
+            "sets": 3,
+            "setsBounded": False,
+            "exact": True,
+            "policy": "pack",
+            "placement": [
+                {"component": "replicated-job", "instance": "trainer", "pods": 2, "nodes": {"b-gpu-1": 1, "b-gpu-2": 1}}
+            ],
+            "shortfall": [],
+            "message": "fits now: 3 complete copies at once",
+            "partial": None,
+        },
+        {
+            "cluster": "a",
+            "available": True,
+            "state": "ready",
+            "fits": False,
+            "sets": 0,
+            "setsBounded": False,
+            "exact": True,
+            "policy": "pack",
+            "placement": [],
+            "shortfall": [
+                {
+                    "component": "replicated-job",
+                    "instance": "trainer",
+                    "resource": _GPU,
+                    "perPod": "8",
+                    "perPodValue": 8,
+                    "pods": 2,
+                    "podsUnplaced": 2,
+                    "largestFree": {"node": "gpu-1", "free": "4", "value": 4},
+                    "reason": _SHORT,
+                }
+            ],
+            "message": _SHORT,
+            "partial": None,
+        },
+        {
+            "cluster": "c",
+            "available": False,
+            "state": "forbidden",
+            "fits": None,
+            "message": "not allowed to list nodes in this cluster",
+        },
+    ],
+    "best": "b",
+}
+
+
 class NodeCounts(_M):
     total: int
     ready: int = Field(description="the Ready condition is True")

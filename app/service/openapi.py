@@ -7,7 +7,18 @@ from typing import Any
 from fastapi import FastAPI
 
 from .bodies import JSON
-from .models import DefinitionSummary, FitRequest, InterpretRequest, WatchEvent
+from .models import (
+    CAPACITY_EXAMPLE,
+    FIT_EXAMPLE,
+    NODE_EXAMPLE,
+    DefinitionSummary,
+    FitRequest,
+    InterpretRequest,
+    WatchEvent,
+)
+
+# Whole answers shown as examples; set after generation, which would drop their nulls.
+EXAMPLES = {"ClusterCapacity": CAPACITY_EXAMPLE, "NodeCapacity": NODE_EXAMPLE, "FitResponse": FIT_EXAMPLE}
 
 
 def patch_openapi(app: FastAPI) -> None:
@@ -24,6 +35,8 @@ def patch_openapi(app: FastAPI) -> None:
             for name, sub in model_schema.pop("$defs", {}).items():
                 comps.setdefault(name, sub)
             comps.setdefault(model.__name__, model_schema)
+        for name, example in EXAMPLES.items():
+            comps[name]["examples"] = [example]
         comps["KubernetesObject"] = {
             "type": "object",
             "title": "KubernetesObject",

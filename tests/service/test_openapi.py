@@ -39,6 +39,25 @@ def test_openapi_describes_the_contract_precisely():
     assert schemas["ComponentNode"]["properties"]["children"]["items"]["$ref"].endswith("/ComponentNode")
 
 
+def test_capacity_and_fit_examples_are_valid_answers():
+    """The examples openapi.json shows for capacity, nodes and fit are answers the models accept,
+    with every field the contract names (extras allowed elsewhere are not silently invented)."""
+    from app.service import models
+
+    schemas = json.loads(SPEC.read_text())["components"]["schemas"]
+    for name, example in (("ClusterCapacity", models.CAPACITY_EXAMPLE), ("NodeCapacity", models.NODE_EXAMPLE),
+                          ("FitResponse", models.FIT_EXAMPLE)):
+        model = getattr(models, name)
+        assert schemas[name]["examples"] == [example], name
+        parsed = model.model_validate(example)
+        assert not parsed.model_extra, (name, parsed.model_extra)
+    fit = models.FitResponse.model_validate(models.FIT_EXAMPLE)
+    for row in fit.clusters:
+        assert not row.model_extra
+        for s in row.shortfall or ():
+            assert not s.model_extra
+
+
 @pytest.fixture(scope="module")
 def generated_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     exe = Path(sys.executable).parent / "openapi-python-client"
