@@ -638,7 +638,20 @@ CAPACITY_UNITS = (
 # Examples openapi.json shows (app/service/openapi.py), each validated by tests/service/test_openapi.py
 _GPU = "nvidia.com/gpu"
 _H100 = "NVIDIA-H100-80GB-HBM3"
-CAPACITY_EXAMPLE: dict[str, Any] = {
+_GPU_NODE = {  # the one GPU node of the examples, with a 4-GPU pod bound
+    "allocatable": {"cpu": "64", "memory": "512Gi", _GPU: "8", "pods": "110"},
+    "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
+    "free": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
+    "allocatableValues": {"cpu": 64000, "memory": 549755813888, _GPU: 8, "pods": 110},
+    "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
+    "freeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
+}
+_LARGEST = {
+    "largestFree": _GPU_NODE["free"],
+    "largestFreeValues": _GPU_NODE["freeValues"],
+    "largestFreeNodes": {"cpu": "gpu-1", "memory": "gpu-1", _GPU: "gpu-1", "pods": "gpu-1"},
+}
+CAPACITY_EXAMPLE: dict[str, Any] = {  # the GPU node and a 16-cpu node without GPUs or pods
     "nodes": {"total": 2, "ready": 2, "schedulable": 2},
     "allocatable": {"cpu": "80", "memory": "576Gi", _GPU: "8", "pods": "220"},
     "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
@@ -646,9 +659,7 @@ CAPACITY_EXAMPLE: dict[str, Any] = {
     "allocatableValues": {"cpu": 80000, "memory": 618475290624, _GPU: 8, "pods": 220},
     "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
     "freeValues": {"cpu": 78000, "memory": 609885356032, _GPU: 4, "pods": 219},
-    "largestFree": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
-    "largestFreeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
-    "largestFreeNodes": {"cpu": "gpu-1", "memory": "gpu-1", _GPU: "gpu-1", "pods": "gpu-1"},
+    **_LARGEST,
     "pools": [
         {
             "label": f"nvidia.com/gpu.product={_H100}",
@@ -656,15 +667,8 @@ CAPACITY_EXAMPLE: dict[str, Any] = {
             "value": _H100,
             "nodes": 1,
             "nodeCounts": {"total": 1, "ready": 1, "schedulable": 1},
-            "allocatable": {"cpu": "64", "memory": "512Gi", _GPU: "8", "pods": "110"},
-            "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
-            "free": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
-            "allocatableValues": {"cpu": 64000, "memory": 549755813888, _GPU: 8, "pods": 110},
-            "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
-            "freeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
-            "largestFree": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
-            "largestFreeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
-            "largestFreeNodes": {"cpu": "gpu-1", "memory": "gpu-1", _GPU: "gpu-1", "pods": "gpu-1"},
+            **_GPU_NODE,
+            **_LARGEST,
         }
     ],
     "partial": None,
@@ -679,12 +683,7 @@ NODE_EXAMPLE: dict[str, Any] = {
     "unschedulable": False,
     "ready": True,
     "schedulable": True,
-    "allocatable": {"cpu": "64", "memory": "512Gi", _GPU: "8", "pods": "110"},
-    "requested": {"cpu": "2", "memory": "8Gi", _GPU: "4", "pods": "1"},
-    "free": {"cpu": "62", "memory": "504Gi", _GPU: "4", "pods": "109"},
-    "allocatableValues": {"cpu": 64000, "memory": 549755813888, _GPU: 8, "pods": 110},
-    "requestedValues": {"cpu": 2000, "memory": 8589934592, _GPU: 4, "pods": 1},
-    "freeValues": {"cpu": 62000, "memory": 541165879296, _GPU: 4, "pods": 109},
+    **_GPU_NODE,
     "pods": 1,
 }
 _SHORT = "no node has 8 free nvidia.com/gpu (the most on one node is 4: gpu-1)"
