@@ -7,10 +7,13 @@ through this protocol only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
+from ..capacity.nodes import Amounts, Node
 from ..cluster.reader import WorkloadReader
+from ..cluster.selectors import Selector
+from .capacity import ClusterCapacity
 from .events import ChangeLog
 from .kinds import GK, KindWatch
 
@@ -21,7 +24,28 @@ class NotSynced(Exception):
     """A model that cannot answer a read yet (nothing else may answer it): ask again shortly."""
 
 
-class ClusterModel(WorkloadReader, Protocol):
+@runtime_checkable
+class CapacityModel(Protocol):
+    """A cluster's capacity as a model holds it: its nodes and what the pods bound to them hold
+    (model/capacity.py), answered from memory (the live model's inventory, or a store's copy)."""
+
+    @property
+    def capacity_inventory(self) -> ClusterCapacity: ...
+    def capacity_state(self) -> tuple[str, str | None]:
+        """(state, why not "ready"): "ready", "starting", "forbidden" or "unavailable"."""
+
+    def capacity_partial(self) -> str | None:
+        """Why some bound pods are not counted (None: every pod of the cluster is)."""
+
+    def capacity(self, pool_labels: Sequence[str] = ...) -> dict[str, Any]: ...
+    def nodes(
+        self, label_selector: str | Selector | None = None, pool_labels: Sequence[str] = ...
+    ) -> list[dict[str, Any]]: ...
+    def capacity_snapshot(self) -> tuple[list[Node], dict[str, Amounts]]:
+        """The nodes and their free amounts, what a plan takes (a copy: the plan may run in a thread)."""
+
+
+class ClusterModel(WorkloadReader, CapacityModel, Protocol):
     """A cluster's workloads kept up to date, answering reads from what it holds."""
 
     @property

@@ -1,10 +1,11 @@
 """Capacity as the service answers it: the `capacity` of GET /clusters and /clusters/{c}, the rows
 of GET /clusters/{c}/nodes, and the capacity series of /metrics/workloads.
 
-Figures come from a member's live model (`LiveModel.capacity`, `LiveModel.nodes`: memory, no API
-request) and are given only to a caller who may `list nodes` in that cluster (SubjectAccessReview
-there, through `Authorizer.rights`, as every other read): anyone else gets `FORBIDDEN`, the same
-words whatever the cluster holds.  Without a live model (`--cache false`, a store's API replica)
+Figures come from a member's model (`CapacityModel.capacity`, `.nodes`: memory, no API request;
+the live model's inventory, or on a store's API replica what its shards wrote to the store,
+app/store/capacity.py) and are given only to a caller who may `list nodes` in that cluster
+(SubjectAccessReview there, through `Authorizer.rights`, as every other read): anyone else gets
+`FORBIDDEN`, the same words whatever the cluster holds.  Without a model (`--cache false`)
 capacity is unavailable and says why.
 """
 
@@ -24,7 +25,7 @@ from ..cluster.listing import ListQuery, QueryError, page_token, parse_query
 from ..cluster.reader import Allow
 from ..fleet.member import Member
 from ..model.capacity import CapacityUnavailable
-from ..model.live import LiveModel
+from ..model.protocol import CapacityModel
 from .fleet_reads import READ_BOUND
 from .problems import ProblemError
 
@@ -34,7 +35,7 @@ NO_MODEL = (
     "this service reads the cluster without a live model (--cache false); capacity is kept by the live model "
     "only (building it from one list is not done yet)"
 )
-NO_INVENTORY = "this cluster's model (a store's) does not carry capacity yet"
+NO_INVENTORY = "this cluster's model does not carry capacity"
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
@@ -76,12 +77,13 @@ def _node_shown(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def live_model(member: Member) -> LiveModel:
-    """The member's live model, which keeps the inventory (else CapacityUnavailable: why not)."""
+def live_model(member: Member) -> CapacityModel:
+    """The member's model, which keeps the inventory: its live model's, or its shards' through
+    the store (else CapacityUnavailable: why not)."""
     model = member.model
     if model is None:
         raise CapacityUnavailable(NO_MODEL)
-    if not isinstance(model, LiveModel):
+    if not isinstance(model, CapacityModel):
         raise CapacityUnavailable(NO_INVENTORY)
     return model
 

@@ -114,8 +114,7 @@ async def _one(
     ready, why = model.capacity_state()
     if ready != "ready":
         return _withheld(name, ready, why or ready)
-    inv = model.capacity_inventory.inventory
-    nodes, free = list(inv.nodes.values()), inv.free()  # a snapshot, taken on the event loop
+    nodes, free = model.capacity_snapshot()  # taken on the event loop
     p = await asyncio.to_thread(plan, groups, nodes, free, policy=policy)
     return _answer(name, p, model.capacity_partial())
 
