@@ -144,9 +144,8 @@ async def _claimed(redis: Any) -> UnitWriter:
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    r = RedisServer().start()
-    yield r
-    r.stop()
+    with RedisServer() as r:
+        yield r
 
 
 def test_a_shard_writes_only_what_changed_and_a_replica_reads_it_back(redis_server: RedisServer) -> None:
