@@ -41,6 +41,9 @@ while i <= #ARGV do
   elseif op == 'HDEL' then
     redis.call('HDEL', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2])
     i = i + 3
+  elseif op == 'DEL' then
+    redis.call('DEL', KEYS[tonumber(ARGV[i + 1])])
+    i = i + 2
   elseif op == 'XADD' then
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'u', unit, 'c', cluster, 't', ARGV[i + 1],
                'k', ARGV[i + 2], 'o', ARGV[i + 3], 'r', ARGV[i + 4])

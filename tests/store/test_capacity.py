@@ -191,6 +191,17 @@ def test_a_shard_writes_only_what_changed_and_a_replica_reads_it_back(redis_serv
         assert sorted(got.nodes) == ["gpu-00001", "gpu-00002"] and got.usage == {}
         assert got.nodes["gpu-00002"].labels["wlmap.test/new"] == "yes"
 
+        # the part comes to own another bucket whose capacity it counts here: it clears that unit's
+        other = UnitWriter(redis, "c#1", "c", "shard-1", 1, 1000)
+        await other.claim()
+        o = Ops()
+        o.hset("nodes", "n", b"x")
+        await other.write(o)
+        o = Ops()
+        o.delete("nodes")
+        o.delete("cap")
+        assert await other.write(o) == 0 and not await redis.exists(keys.key("c#1", "nodes"))
+
         # a new owner (epoch 2) claims the unit: the old one's capacity write is refused
         new = UnitWriter(redis, "c", "c", "shard-2", 2, 1000)
         await new.claim()
