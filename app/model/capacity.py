@@ -27,10 +27,11 @@ still serves its workloads, and capacity says it is unavailable and why.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from ..capacity.nodes import PODS, Amounts, Inventory, Node, Usage, amounts, as_mapping, free, holding_node
+from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..cluster.informer import Informer
 from ..cluster.selectors import Selector, parse
 from ..engine.quantity import QuantityError
@@ -133,6 +134,9 @@ class ClusterCapacity:
     def __init__(self) -> None:
         self.inventory = Inventory()
         self.informer: Informer | None = None  # the Node informer (None: not started)
+        # told of each change (a node's name, None: some node's usage) by a shard, which writes
+        # the inventory to the store (app/store/capacity.py); None in a single process
+        self.on_change: Callable[[str | None], None] | None = None
 
     # -- the informers' side ----------------------------------------------------------------
     @staticmethod
@@ -149,6 +153,9 @@ class ClusterCapacity:
             self.inventory.set_node(new)
         elif old is not None:
             self.inventory.remove_node(old.name)
+        if self.on_change is not None:
+            for n in {n.name for n in (old, new) if n is not None}:
+                self.on_change(n)
 
     def on_pod(self, old: Held | None, new: Held | None) -> None:
         """A pod's record changed from one that held `old` to one that holds `new`."""
@@ -158,6 +165,8 @@ class ClusterCapacity:
             self.inventory.release(*old)
         if new is not None:
             self.inventory.hold(*new)
+        if self.on_change is not None:
+            self.on_change(None)
 
     # -- state ------------------------------------------------------------------------------
     def state(self, pod_informers: Sequence[Informer] | None) -> tuple[str, str | None]:
@@ -183,6 +192,32 @@ class ClusterCapacity:
         return self.informer is not None and self.informer.connected
 
     # -- reads ------------------------------------------------------------------------------
+    def snapshot(self) -> tuple[list[Node], dict[str, Amounts]]:
+        """(nodes, node name -> free amounts): what `plan` takes, copied on the event loop so a
+        plan may run in a thread while the informers go on."""
+        inv = self.inventory
+        return list(inv.nodes.values()), inv.free()
+
+    def answer(self, state: tuple[str, str | None], partial: str | None, pool_labels: Sequence[str]) -> dict[str, Any]:
+        """`capacity` (see `LiveModel.capacity`) in `state` (state, why not "ready"): the
+        figures only when it is "ready"."""
+        head: dict[str, Any] = {
+            "available": state[0] == "ready",
+            "state": state[0],
+            "reason": state[1],
+            "partial": partial,
+            "watching": self.watching,
+        }
+        return head | self.summary(pool_labels) if head["available"] else head
+
+    def listed(
+        self, state: tuple[str, str | None], selector: str | Selector | None, pool_labels: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """`nodes` (see `LiveModel.nodes`): CapacityUnavailable unless `state` is ready."""
+        if state[0] != "ready":
+            raise CapacityUnavailable(state[1] or state[0])
+        return self.node_rows(selector, pool_labels)
+
     def summary(self, pool_labels: Sequence[str]) -> dict[str, Any]:
         """The figures of every node, and per node pool (`pool_of`): see `LiveModel.capacity`."""
         inv = self.inventory
@@ -199,22 +234,6 @@ class ClusterCapacity:
         # pods bound to a node the inventory does not hold (deleted, or not listed yet)
         out["podsOnUnknownNodes"] = sum(u.pods for name, u in inv.usage.items() if name not in inv.nodes)
         return out
-
-    def answer(self, state: tuple[str, str | None], partial: str | None, pool_labels: Sequence[str]) -> dict[str, Any]:
-        """`capacity` of its holder (see `LiveModel.capacity`) in that state: the figures only
-        when it is "ready"."""
-        head = {"available": state[0] == "ready", "state": state[0], "reason": state[1], "partial": partial}
-        head["watching"] = self.watching
-        return head | self.summary(pool_labels) if state[0] == "ready" else head
-
-    def rows(
-        self, state: tuple[str, str | None], selector: str | Selector | None, pool_labels: Sequence[str]
-    ) -> list[dict[str, Any]]:
-        """`nodes` of its holder (see `LiveModel.nodes`) in that state: CapacityUnavailable
-        unless it is "ready"."""
-        if state[0] != "ready":
-            raise CapacityUnavailable(state[1] or state[0])
-        return self.node_rows(selector, pool_labels)
 
     def node_rows(self, selector: str | Selector | None, pool_labels: Sequence[str]) -> list[dict[str, Any]]:
         """Each node (matching the label selector), sorted by name: see `LiveModel.nodes`.
@@ -244,3 +263,54 @@ class ClusterCapacity:
                 }
             )
         return rows
+
+
+class _Inventoried(Protocol):
+    @property
+    def capacity_inventory(self) -> ClusterCapacity: ...
+    def capacity_state(self) -> tuple[str, str | None]: ...
+    def capacity_partial(self) -> str | None: ...
+
+
+class CapacityReads:
+    """The capacity reads of a model (model/protocol.py's CapacityModel) from its inventory,
+    state and partial: the live model's own, or a store's copy (app/store/capacity.py)."""
+
+    def capacity(self: _Inventoried, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS) -> dict[str, Any]:
+        """The cluster's capacity from memory (no API request):
+
+        - `available`: false when the figures are withheld, `reason` says why (the service may
+          not list nodes or pods: `state` "forbidden"; the lists have not arrived: "starting";
+          else "unavailable"), and no other figure is given;
+        - `partial`: None, or why pods of some namespaces are not counted (`--namespaces`, a
+          shard's share): free is then an upper bound;
+        - `watching`: the node watch is open (false: figures of the last list, reconnecting);
+        - `nodes`: {total, ready, schedulable} (schedulable: Ready and not cordoned);
+        - `resources`: per resource (sorted; `cpu` in millicores, bytes for memory-like ones,
+          counts for the rest, `pods` = bound pods), {allocatable, requested, free} summed over
+          every node (free may be negative: over-committed nodes), and `largestFree`: the most
+          free on one schedulable node, {amount, node} (ties: the name that sorts first), None
+          when no schedulable node has the resource;
+        - `pools`: per node pool, the node's first label among `pool_labels` ({label, value};
+          nodes with none: label and value None, last), each with the same `nodes` and
+          `resources`; ordered by the label's place in `pool_labels`, then value;
+        - `podsOnUnknownNodes`: pods bound to a node the model does not hold (not in figures).
+        """
+        return self.capacity_inventory.answer(self.capacity_state(), self.capacity_partial(), pool_labels)
+
+    def nodes(
+        self: _Inventoried,
+        label_selector: str | Selector | None = None,
+        pool_labels: Sequence[str] = DEFAULT_POOL_LABELS,
+    ) -> list[dict[str, Any]]:
+        """Every node (matching `label_selector`, the list routes' grammar), sorted by name:
+        {name, labels, pool ({label, value} or None), taints ([{key, value, effect}]),
+        unschedulable, ready, schedulable, allocatable, requested, free (per resource, the
+        units of `capacity`; `requested.pods`: bound pods), pods (bound pods)}.
+        Raises CapacityUnavailable (the reason of `capacity`) when the figures are withheld,
+        SelectorError when the selector does not parse."""
+        return self.capacity_inventory.listed(self.capacity_state(), label_selector, pool_labels)
+
+    def capacity_snapshot(self: _Inventoried) -> tuple[list[Node], dict[str, Amounts]]:
+        """The nodes and their free amounts, for a plan (see `ClusterCapacity.snapshot`)."""
+        return self.capacity_inventory.snapshot()

@@ -15,19 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
 
-from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..cluster.kube import NODES, PODS, Forbidden, Kube, KubeError
-from ..cluster.selectors import Selector
-from .capacity import ClusterCapacity, held_by
+from .capacity import CapacityReads, ClusterCapacity, held_by
 
 LIST_TTL = 5.0  # seconds a list answers reads before the next read lists again
 # bound and not ended: what holds capacity (terminal pods are dropped by the API server already)
 BOUND_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 
 
-class ListedCapacity:
+class ListedCapacity(CapacityReads):
     """The capacity of one cluster as its last lists gave it (see the module docstring)."""
 
     def __init__(self, kube: Kube, namespaces: Sequence[str] | None = None, ttl: float = LIST_TTL) -> None:
@@ -75,7 +72,7 @@ class ListedCapacity:
         self.lists += 1
         return cap
 
-    # -- what the live model answers, from the last lists ------------------------------------
+    # -- what CapacityReads answers from (the live model's reads, here of the last lists) -----
     def capacity_state(self) -> tuple[str, str | None]:
         return self._state
 
@@ -86,13 +83,3 @@ class ListedCapacity:
                 "pods of other namespaces hold capacity that is not subtracted"
             )
         return None
-
-    def capacity(self, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS) -> dict[str, Any]:
-        """As `LiveModel.capacity`; `watching` is false (nothing is watched)."""
-        return self.capacity_inventory.answer(self._state, self.capacity_partial(), pool_labels)
-
-    def nodes(
-        self, label_selector: str | Selector | None = None, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS
-    ) -> list[dict[str, Any]]:
-        """As `LiveModel.nodes`."""
-        return self.capacity_inventory.rows(self._state, label_selector, pool_labels)

@@ -29,14 +29,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from cachetools import LRUCache
 
-from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..cluster.diagnosis import (
     Context,
     PodFacts,
@@ -48,7 +47,6 @@ from ..cluster.diagnosis import (
 from ..cluster.informer import Backoff, Informer, cancel_all, sleep_or_stop
 from ..cluster.kube import CRDS, EVENTS, NODES, PODS, Kube, KubeError, Resource
 from ..cluster.reader import Found, Reader
-from ..cluster.selectors import Selector
 from ..cluster.views import ListRules, enveloped, events_shown, with_diagnosis
 from ..cluster.workloads import (
     Allow,
@@ -66,7 +64,7 @@ from ..engine.pool import BACKGROUND  # this model's loops evaluate for no calle
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
-from .capacity import ClusterCapacity
+from .capacity import CapacityReads, ClusterCapacity
 from .events import EventLog, TokenError
 from .kinds import GK, KindWatch
 from .owners import OwnerGraph
@@ -111,7 +109,7 @@ def _rv_int(rv: str) -> int:
     return int(rv) if rv.isascii() and rv.isdigit() else 0
 
 
-class LiveModel(Reader):
+class LiveModel(CapacityReads, Reader):
     def __init__(
         self,
         kube: Kube,
@@ -912,39 +910,6 @@ class LiveModel(Reader):
         if self.namespace_filter is not None:
             return "pods are counted in this shard's namespaces only"
         return None
-
-    def capacity(self, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS) -> dict[str, Any]:
-        """The cluster's capacity from memory (no API request):
-
-        - `available`: false when the figures are withheld, `reason` says why (the service may
-          not list nodes or pods: `state` "forbidden"; the lists have not arrived: "starting";
-          else "unavailable"), and no other figure is given;
-        - `partial`: None, or why pods of some namespaces are not counted (`--namespaces`, a
-          shard's share): free is then an upper bound;
-        - `watching`: the node watch is open (false: figures of the last list, reconnecting);
-        - `nodes`: {total, ready, schedulable} (schedulable: Ready and not cordoned);
-        - `resources`: per resource (sorted; `cpu` in millicores, bytes for memory-like ones,
-          counts for the rest, `pods` = bound pods), {allocatable, requested, free} summed over
-          every node (free may be negative: over-committed nodes), and `largestFree`: the most
-          free on one schedulable node, {amount, node} (ties: the name that sorts first), None
-          when no schedulable node has the resource;
-        - `pools`: per node pool, the node's first label among `pool_labels` ({label, value};
-          nodes with none: label and value None, last), each with the same `nodes` and
-          `resources`; ordered by the label's place in `pool_labels`, then value;
-        - `podsOnUnknownNodes`: pods bound to a node the model does not hold (not in figures).
-        """
-        return self.capacity_inventory.answer(self.capacity_state(), self.capacity_partial(), pool_labels)
-
-    def nodes(
-        self, label_selector: str | Selector | None = None, pool_labels: Sequence[str] = DEFAULT_POOL_LABELS
-    ) -> list[dict[str, Any]]:
-        """Every node (matching `label_selector`, the list routes' grammar), sorted by name:
-        {name, labels, pool ({label, value} or None), taints ([{key, value, effect}]),
-        unschedulable, ready, schedulable, allocatable, requested, free (per resource, the
-        units of `capacity`; `requested.pods`: bound pods), pods (bound pods)}.
-        Raises CapacityUnavailable (the reason of `capacity`) when the figures are withheld,
-        SelectorError when the selector does not parse."""
-        return self.capacity_inventory.rows(self.capacity_state(), label_selector, pool_labels)
 
     def _capacity_status(self) -> dict[str, Any]:
         state, reason = self.capacity_state()

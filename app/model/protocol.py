@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from ..capacity.nodes import Amounts, Node
 from ..cluster.reader import WorkloadReader
+from ..cluster.selectors import Selector
+from .capacity import ClusterCapacity
 from .events import ChangeLog
 from .kinds import GK, KindWatch
-
-if TYPE_CHECKING:
-    from ..cluster.selectors import Selector
-    from .capacity import ClusterCapacity
 
 StreamKey = tuple[str, str, str, str]  # (group, kind, namespace, name) of one workload
 
@@ -25,7 +24,28 @@ class NotSynced(Exception):
     """A model that cannot answer a read yet (nothing else may answer it): ask again shortly."""
 
 
-class ClusterModel(WorkloadReader, Protocol):
+@runtime_checkable
+class CapacityModel(Protocol):
+    """A cluster's capacity as a model holds it: its nodes and what the pods bound to them hold
+    (model/capacity.py), answered from memory (the live model's inventory, or a store's copy)."""
+
+    @property
+    def capacity_inventory(self) -> ClusterCapacity: ...
+    def capacity_state(self) -> tuple[str, str | None]:
+        """(state, why not "ready"): "ready", "starting", "forbidden" or "unavailable"."""
+
+    def capacity_partial(self) -> str | None:
+        """Why some bound pods are not counted (None: every pod of the cluster is)."""
+
+    def capacity(self, pool_labels: Sequence[str] = ...) -> dict[str, Any]: ...
+    def nodes(
+        self, label_selector: str | Selector | None = None, pool_labels: Sequence[str] = ...
+    ) -> list[dict[str, Any]]: ...
+    def capacity_snapshot(self) -> tuple[list[Node], dict[str, Amounts]]:
+        """The nodes and their free amounts, what a plan takes (a copy: the plan may run in a thread)."""
+
+
+class ClusterModel(WorkloadReader, CapacityModel, Protocol):
     """A cluster's workloads kept up to date, answering reads from what it holds."""
 
     @property
@@ -63,16 +83,3 @@ class ClusterModel(WorkloadReader, Protocol):
     # -- single-workload stream tokens
     def sent_token(self, key: StreamKey, digest: bytes) -> str: ...
     def resumed(self, token: str, key: StreamKey) -> bytes | None: ...
-
-
-class CapacitySource(Protocol):
-    """What holds a cluster's capacity: the live model (watched), a list (`--cache false`:
-    model/listed.py). Reads answer from memory; `capacity_inventory.inventory` is the fit's
-    snapshot of nodes and free amounts."""
-
-    @property
-    def capacity_inventory(self) -> ClusterCapacity: ...
-    def capacity_state(self) -> tuple[str, str | None]: ...
-    def capacity_partial(self) -> str | None: ...
-    def capacity(self, pool_labels: Sequence[str]) -> dict[str, Any]: ...
-    def nodes(self, label_selector: str | Selector | None, pool_labels: Sequence[str]) -> list[dict[str, Any]]: ...

@@ -1,8 +1,9 @@
 """Capacity as the service answers it: the `capacity` of GET /clusters and /clusters/{c}, the rows
 of GET /clusters/{c}/nodes, and the capacity series of /metrics/workloads.
 
-Figures come from what holds a member's capacity (`source`: its live model, memory, no API
-request; with `--cache false`, its last node and pod lists, `app.model.listed`) and are given
+Figures come from what holds a member's capacity (`source`: its model, memory, no API request:
+the live model's inventory, or on a store's API replica what its shards wrote to the store; with
+`--cache false`, its last node and pod lists, `app.model.listed`) and are given
 only to a caller who may `list nodes` in that cluster (SubjectAccessReview there, through
 `Authorizer.rights`, as every other read), asked before anything is read: anyone else gets
 `capacity: null` and `capacityVisible: false`, the same words whatever the cluster holds.
@@ -26,14 +27,13 @@ from ..cluster.listing import ListQuery, QueryError, page_token, parse_query
 from ..cluster.reader import Allow
 from ..fleet.member import Member
 from ..model.capacity import CapacityUnavailable
-from ..model.live import LiveModel
-from ..model.protocol import CapacitySource
+from ..model.protocol import CapacityModel
 from .fleet_reads import READ_BOUND
 from .problems import ProblemError
 
 MAY_NOT_LIST = "not allowed to list nodes in this cluster"
 NOT_CONNECTED = "the cluster is not connected"
-NO_INVENTORY = "this cluster's model (a store's) does not carry capacity yet"
+NO_INVENTORY = "this cluster's model does not carry capacity"
 
 
 async def may_list_nodes(allow: Allow) -> bool:
@@ -41,9 +41,11 @@ async def may_list_nodes(allow: Allow) -> bool:
     return await allow("list", NODES, None, None)
 
 
-async def source(member: Member) -> CapacitySource:
-    """What holds the member's capacity: its live model, or with `--cache false` its lists (read
-    again when older than their ttl); else CapacityUnavailable, saying why."""
+async def source(member: Member) -> CapacityModel:
+    """What holds the member's capacity: its model (the live model's inventory, or on a store's
+    API replica what its shards wrote to the store, app/store/capacity.py), or with
+    `--cache false` its lists (read again when older than their ttl); else CapacityUnavailable,
+    saying why."""
     if member.listed is not None:
         try:
             await asyncio.wait_for(member.listed.refresh(), READ_BOUND)
@@ -53,7 +55,7 @@ async def source(member: Member) -> CapacitySource:
     model = member.model
     if model is None:
         raise CapacityUnavailable(NOT_CONNECTED)
-    if not isinstance(model, LiveModel):
+    if not isinstance(model, CapacityModel):
         raise CapacityUnavailable(NO_INVENTORY)
     return model
 

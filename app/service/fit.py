@@ -74,8 +74,7 @@ async def in_cluster(
     ready, why = model.capacity_state()
     if ready != "ready":
         return answers.withheld(name, ready, why or ready)
-    inv = model.capacity_inventory.inventory
-    nodes, free = list(inv.nodes.values()), inv.free()  # a snapshot, taken on the event loop
+    nodes, free = model.capacity_snapshot()  # taken on the event loop
     p = await asyncio.to_thread(plan, groups, nodes, free, policy=policy)
     return answers.verdict(name, p, groups, model.capacity_partial())
 

@@ -9,7 +9,10 @@ One *unit* is what one shard owns: a cluster, or one namespace bucket of it (`cl
 * `live`: the full live interpretation with its pods (deflated), what GET one answers,
 * `diag`: its diagnosis, with and without Events (the caller's rights pick one),
 * `sig`: a digest of each `live` and `obj` value, so a new owner rewrites only what changed,
-* `meta`: owner, fencing epoch, heartbeat, sync state, the kinds the unit's cluster serves.
+* `meta`: owner, fencing epoch, heartbeat, sync state, the kinds the unit's cluster serves,
+  the version of its capacity (`capacity`);
+* `nodes`, `cap`: the cluster's capacity as the unit's shard keeps it: each node's view, and what
+  the pods bound to them request (capacity.py).
 
 One capped Redis Stream carries every change of every unit, in order; its entry ids are the
 resume tokens of every stream on every API replica.

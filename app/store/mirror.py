@@ -27,6 +27,7 @@ import orjson
 from ..cluster.informer import Backoff, sleep_or_stop
 from ..model.events import Event, Subscription, TokenError
 from . import keys
+from .capacity import UnitCapacity, read_unit
 from .connection import ERRORS
 from .errors import StoreUnavailable
 
@@ -137,6 +138,10 @@ class StoreHub:
         self.now_ms = 0  # the store's clock at the last meta poll (heartbeats are on it too)
         self.loaded_units: set[str] = set()
         self._last_id = "0-0"
+        # unit -> its capacity as last read (capacity.py); `capacity_gen` moves with every change
+        self.capacity: dict[str, UnitCapacity] = {}
+        self.capacity_gen = 0
+        self._capacity_due: set[str] = set()
 
     def units(self, cluster: str) -> list[str]:
         return keys.units_of(cluster, self.buckets)
@@ -213,6 +218,37 @@ class StoreHub:
         new = [u for u in units if u not in self.loaded_units]
         if new:  # a cluster registered since the load (a new Secret)
             await self._load_units(new)
+        # a CAPACITY entry missed (a load, a gap), or capacity gone with the store's data
+        moved = [u for u in units if (self.meta[u].get("capacity") or "") != self._capacity_version(u)]
+        if moved:
+            await self._refresh_capacity(moved)
+
+    def _capacity_version(self, unit: str) -> str:
+        c = self.capacity.get(unit)
+        return str(c.head.get("v") or "") if c is not None else ""
+
+    async def _refresh_capacity(self, units: list[str]) -> None:
+        """Read the units' capacity: `cap` always, `nodes` when its version moved."""
+        async with self.redis.pipeline(transaction=False) as p:
+            for u in units:
+                p.hmget(keys.key(u, "cap"), ["head", "usage"])
+            got = await p.execute()
+        heads = {u: orjson.loads(h) if h else None for u, (h, _) in zip(units, got, strict=True)}
+        held = {u: c.head.get("nv") for u, c in self.capacity.items()}
+        renew = [u for u, h in heads.items() if h and (u not in held or held[u] != h.get("nv"))]
+        nodes: dict[str, Any] = {}
+        if renew:
+            async with self.redis.pipeline(transaction=False) as p:
+                for u in renew:
+                    p.hgetall(keys.key(u, "nodes"))
+                nodes = dict(zip(renew, await p.execute(), strict=True))
+        for u, (_, usage) in zip(units, got, strict=True):
+            c = read_unit(heads[u], usage, nodes.get(u), self.capacity.get(u))
+            if c is None:
+                self.capacity.pop(u, None)
+            else:
+                self.capacity[u] = c
+        self.capacity_gen += 1
 
     async def _follow(self, stop: asyncio.Event) -> None:
         polled = 0.0
@@ -232,9 +268,16 @@ class StoreHub:
                     self.log.seq = max(self.log.seq, keys.id_to_seq(sid))
             if facts_due:
                 await self._refresh_facts(facts_due)
+            if self._capacity_due:
+                due, self._capacity_due = sorted(self._capacity_due), set()
+                await self._refresh_capacity(due)
 
     def _entry(self, seq: int, data: dict[bytes, bytes], facts_due: dict[str, list[str]] | None) -> Event | None:
         t = data.get(b"t", b"").decode()
+        if t == "CAPACITY":
+            if facts_due is not None:  # followed, not read back for a resume
+                self._capacity_due.add(data[b"u"].decode())
+            return None
         if t not in ("ADDED", "MODIFIED", "DELETED", "INTERPRETED"):
             return None  # the stream's first entry (EPOCH)
         unit, cluster, field = data[b"u"].decode(), data[b"c"].decode(), data[b"k"].decode()

@@ -26,19 +26,21 @@ from ..cluster.reader import Allow, Found, Known, LookupFailed, Reader, definiti
 from ..cluster.views import enveloped, events_shown, with_diagnosis
 from ..cluster.workloads import now_iso
 from ..karta.registry import Registry
+from ..model.capacity import CapacityReads
 from ..model.events import TokenError
 from ..model.kinds import KindWatch
 from ..model.live import Interpret, known_kinds, summarize
 from ..model.packing import inflate
 from ..model.protocol import NotSynced
 from . import keys
+from .capacity import StoreCapacity, merged
 from .connection import ERRORS
 from .errors import AnswerPending, StoreUnavailable
 from .mirror import StoreHub
 from .shard import STALE
 
 
-class StoreModel(Reader):
+class StoreModel(CapacityReads, Reader):
     def __init__(
         self,
         hub: StoreHub,
@@ -57,6 +59,7 @@ class StoreModel(Reader):
         self.watchers: dict[tuple[str, str, str, str], set[asyncio.Event]] = {}
         self.started_at = time.time()
         self._kinds: tuple[tuple[str, ...], dict[tuple[str, str], KindWatch]] = ((), {})
+        self._capacity: tuple[Any, tuple[StoreCapacity, tuple[str, str | None], str | None]] | None = None
         hub.register(name, self)
 
     # -- the model's lifecycle, as a fleet member drives it (nothing runs per cluster here) ------
@@ -155,6 +158,41 @@ class StoreModel(Reader):
             "namespaces": self.namespaces,
             "resumeToken": self.events.token(),
             "freshness": self.freshness(),
+            "capacity": self._capacity_status(),
+        }
+
+    # -- capacity: its shards' inventory, as the store holds it (capacity.py) --------------------
+    def _merged(self) -> tuple[StoreCapacity, tuple[str, str | None], str | None]:
+        hub = self.hub
+        units = [hub.capacity[u] for u in self.units if u in hub.capacity]
+        watching = all(c.head.get("watching") for c in units) and not any(self._stale(m) for m in self._metas())
+        at = (hub.capacity_gen, watching)
+        if self._capacity is None or self._capacity[0] != at:  # rebuilt when a unit's capacity moved
+            self._capacity = (at, merged(units, hub.buckets, watching))
+        return self._capacity[1]
+
+    @property
+    def capacity_inventory(self) -> StoreCapacity:
+        return self._merged()[0]
+
+    def capacity_state(self) -> tuple[str, str | None]:
+        if not self.hub.connected:
+            return "unavailable", f"the store does not answer ({self.hub.error})"
+        return self._merged()[1]
+
+    def capacity_partial(self) -> str | None:
+        return self._merged()[2]
+
+    def _capacity_status(self) -> dict[str, Any]:
+        state, reason = self.capacity_state()
+        inv = self.capacity_inventory.inventory
+        written = [int(c.head.get("at") or 0) for u in self.units if (c := self.hub.capacity.get(u)) is not None]
+        return {
+            "state": state,
+            "reason": reason,
+            "nodes": len(inv.nodes),
+            "podsHolding": sum(u.pods for u in inv.usage.values()),
+            "writtenAt": now_iso(max(written) / 1000) if written else None,
         }
 
     # -- what the shards watch ----------------------------------------------------------------

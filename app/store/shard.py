@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from ..model.events import Event, EventLog
 from ..model.live import LiveModel, row_key
 from ..model.packing import deflate
 from . import keys
+from .capacity import CapacityExport
 from .connection import ERRORS
 from .writer import Fenced, Ops, UnitWriter
 
@@ -73,6 +75,10 @@ class ClusterPart:
         self.need_resync = True
         self.writes = 0
         self.written_rv: int | None = None
+        # the cluster's capacity goes to the lowest bucket owned (capacity.py), versioned so no
+        # two parts, even of one owner and epoch, write the same version
+        self.primary = min(epochs)
+        self.capacity = CapacityExport(f"{shard.identity}:{epochs[self.primary]}:{uuid.uuid4().hex[:8]}")
 
     def bucket(self, namespace: str) -> int:
         return keys.bucket_of(namespace, self.shard.buckets)
@@ -115,6 +121,12 @@ class ClusterPart:
 
         m.exporter = due
         m.warm_ahead = False  # answers are computed for the store, as they change
+
+        def capacity_changed(node: str | None) -> None:  # the first change after a write wakes the loop
+            if self.capacity.touch(node):
+                sub.wake.set()
+
+        m.capacity_inventory.on_change = capacity_changed
         self.model = m
         for b, epoch in self.epochs.items():
             self.writers[b] = UnitWriter(
@@ -138,6 +150,7 @@ class ClusterPart:
                             last_beat = time.monotonic()
                     else:
                         await self._changes(m, sub)
+                        await self._capacity(m)
                         if time.monotonic() - last_beat >= HEARTBEAT:
                             await self._beat(m)
                             last_beat = time.monotonic()
@@ -166,8 +179,10 @@ class ClusterPart:
                     continue
                 if self.need_resync or (sub.queue.empty() and not self.pending):
                     sub.wake.clear()
+                    timeout = 0.25 if self.need_resync else HEARTBEAT / 2
+                    cap_due = self.capacity.wait()  # a capacity write held back by the coalescing
                     with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(sub.wake.wait(), 0.25 if self.need_resync else HEARTBEAT / 2)
+                        await asyncio.wait_for(sub.wake.wait(), timeout if cap_due is None else min(timeout, cap_due))
         finally:
             sub.close()
 
@@ -221,7 +236,14 @@ class ClusterPart:
             await w.claim()
         for b, w in self.writers.items():
             self.known[b], self.sigs[b] = await w.held()
+        self.capacity.held(await self.writers[self.primary].held_nodes())
         ops = {b: Ops() for b in self.writers}
+        for b, o in ops.items():  # another bucket's shard may have written capacity there: ours counts it
+            if b != self.primary:
+                o.delete("nodes")
+                o.delete("cap")
+                o.hset("meta", "capacity", "")
+                o.xadd("CAPACITY", "")
         current: dict[int, set[str]] = {b: set() for b in self.writers}
         for row, facts in m.rows():
             g, k, ns, name = row_key(row)
@@ -329,6 +351,20 @@ class ClusterPart:
                 o.hset("meta", "resourceVersion", str(rv))
             self.written_rv = rv
         await self._write(ops)
+
+    async def _capacity(self, m: LiveModel) -> None:
+        """The inventory to the store when it changed, at most once per capacity.INTERVAL."""
+        cap = m.capacity_inventory
+        state = m.capacity_state()
+        # the cluster's partial, not this shard's share: readers sum the buckets' shares
+        partial = m.capacity_partial() if m.namespaces is not None else None
+        self.capacity.head_moved(state, partial, cap.watching)
+        if self.capacity.wait() != 0.0:
+            return
+        o = Ops()
+        self.capacity.into(o, cap, state, partial, self.writers)
+        await self.writers[self.primary].write(o)
+        self.writes += 1
 
     async def _export(self, m: LiveModel, uid: str, ops: dict[int, Ops]) -> None:
         """A workload's answer into `ops`, when it differs from what the store holds."""

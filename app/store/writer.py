@@ -19,9 +19,9 @@ import redis.asyncio as aioredis
 
 from . import keys
 
-# KEYS: meta, stream, rows, facts, obj, live, diag, sig.  ARGV: owner, epoch, maxlen, unit,
-# cluster, then operations: HSET <key index> <field> <value> | HDEL <key index> <field> |
-# XADD <type> <row field> <object> <resource>.
+# KEYS: meta, stream, rows, facts, obj, live, diag, sig, nodes, cap.  ARGV: owner, epoch, maxlen,
+# unit, cluster, then operations: HSET <key index> <field> <value> | HDEL <key index> <field> |
+# DEL <key index> | XADD <type> <row field> <object> <resource>.
 _WRITE = """
 local meta = KEYS[1]
 if redis.call('HGET', meta, 'owner') ~= ARGV[1] or redis.call('HGET', meta, 'epoch') ~= ARGV[2] then
@@ -41,6 +41,9 @@ while i <= #ARGV do
   elseif op == 'HDEL' then
     redis.call('HDEL', KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2])
     i = i + 3
+  elseif op == 'DEL' then
+    redis.call('DEL', KEYS[tonumber(ARGV[i + 1])])
+    i = i + 2
   elseif op == 'XADD' then
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'u', unit, 'c', cluster, 't', ARGV[i + 1],
                'k', ARGV[i + 2], 'o', ARGV[i + 3], 'r', ARGV[i + 4])
@@ -68,7 +71,8 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'epoch', ARGV[2], 'synced', '0', '
 return 1
 """
 
-_INDEX = {f: i + 1 for i, f in enumerate(("meta", "stream", "rows", "facts", "obj", "live", "diag", "sig"))}
+FIELDS = ("rows", "facts", "obj", "live", "diag", "sig", "nodes", "cap")  # a unit's keys beside meta
+_INDEX = {f: i + 1 for i, f in enumerate(("meta", "stream", *FIELDS))}
 
 
 class Fenced(Exception):
@@ -88,6 +92,9 @@ class Ops:
     def hdel(self, field: str, name: str) -> None:
         self.args += ["HDEL", _INDEX[field], name]
 
+    def delete(self, field: str) -> None:
+        self.args += ["DEL", _INDEX[field]]
+
     def xadd(self, type_: str, name: str, obj: bytes | str = b"", resource: str = "") -> None:
         self.args += ["XADD", type_, name, obj, resource]
         self.events += 1
@@ -100,9 +107,7 @@ class UnitWriter:
     def __init__(self, redis: aioredis.Redis, unit: str, cluster: str, owner: str, epoch: int, maxlen: int):
         self.redis, self.unit, self.cluster = redis, unit, cluster
         self.owner, self.epoch, self.maxlen = owner, str(epoch), maxlen
-        self.keys = [keys.key(unit, "meta"), keys.STREAM] + [
-            keys.key(unit, f) for f in ("rows", "facts", "obj", "live", "diag", "sig")
-        ]
+        self.keys = [keys.key(unit, "meta"), keys.STREAM] + [keys.key(unit, f) for f in FIELDS]
         self._write = redis.register_script(_WRITE)
         self._claim = redis.register_script(_CLAIM)
 
@@ -126,3 +131,8 @@ class UnitWriter:
             p.hgetall(self.keys[7])
             rows, sigs = await p.execute()
         return ({k.decode(): v for k, v in rows.items()}, {k.decode(): v for k, v in sigs.items()})
+
+    async def held_nodes(self) -> dict[str, bytes]:
+        """The node records the store holds for this unit (capacity.py), by node name."""
+        got: Any = await self.redis.hgetall(self.keys[_INDEX["nodes"] - 1])
+        return {k.decode(): v for k, v in got.items()}

@@ -375,6 +375,10 @@ def test_role_all_with_namespace_buckets_answers_like_the_single_process(fleet: 
             wait_watching(p)
         for p in procs:
             _eventually(lambda p=p: _lists_equal(fleet_service, p))
+            # capacity: each bucket's pods counted once, summed over the shards that own them
+            _eventually(lambda p=p: [i["capacity"] for i in httpx.get(p.url + "/clusters", timeout=10).json()["items"]]
+                        == [httpx.get(fleet_service.url + f"/clusters/{c}", timeout=10).json()["capacity"]
+                            for c in CLUSTERS])
             for c in CLUSTERS:
                 path = f"/clusters/{c}/workloads/{NS}/train-{c}"
                 assert _strip(httpx.get(p.url + path, timeout=30).json()) == \

@@ -55,6 +55,12 @@ class RedisServer:
             self.proc.wait(10)
             self.proc = None
 
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def restart(self) -> None:
         """A restart of the store: everything it held is gone (no persistence), as after a crash."""
         self.stop()
