@@ -2,9 +2,9 @@
 live workloads through a kubeconfig, serve the API.
 
 Exit codes: 0 ok; 1 a result is an error (invalid definition, failed interpretation, failed
-case), or the cluster could not be reached or refused; 2 usage, or an input that cannot be read
-or parsed; 3 a live workload (or its type) is not in the cluster; 4 no definition covers a
-workload.
+case), or the cluster could not be reached or refused, or (fit) the workload fits nowhere; 2
+usage, or an input that cannot be read or parsed; 3 a live workload (or its type) is not in the
+cluster; 4 no definition covers a workload.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..documents import DocumentError
 from ..karta.load import Definition, NotAKarta, definitions_from_text
 from ..problem import problem_body
 from . import actions, listing, render, update
+from . import capacity as capacity_cli
 from .common import (
     EXIT_FAIL,
     EXIT_NO_DEFINITION,
@@ -442,6 +443,7 @@ def parser() -> argparse.ArgumentParser:
     )
     de.set_defaults(func=cmd_describe)
     actions.add_parsers(sub, live)
+    capacity_cli.add_parsers(sub, live)
     ge = sub.add_parser(
         "get",
         parents=[live],
