@@ -3,6 +3,8 @@
 // accelerator resource they request (MIG slices, other vendors' devices).  After the
 // first answer the page follows the stream of the clusters (`GET /clusters?watch=true`), so a
 // cluster that goes down, comes back or whose counts change is redrawn in place, without Refresh.
+// Free capacity (accelerators free of allocatable, per node pool) is not on the stream: it is
+// read with GET /clusters every CAPACITY_EVERY ms, and shown only where the caller may list nodes.
 
 import { api, ApiError, failure } from "../api.js";
 import { FLEET, PHASES, age, h, listHref, phaseClass, place, prune, put, setTitle, ui } from "../dom.js";
@@ -27,6 +29,52 @@ function phasesOf(c) {
 }
 
 const fmt = (n) => (n === null || n === undefined ? "—" : String(n));
+const CAPACITY_EVERY = 10000;
+const ACCELERATOR = /gpu|mig-|neuron|gaudi|tpu/; // the resources shown as accelerators
+
+/** The accelerator resources of figures (`allocatableValues`), by name. */
+function acceleratorsOf(values) {
+  return Object.keys(values || {}).filter((r) => ACCELERATOR.test(r)).sort();
+}
+
+/** Free capacity: per accelerator, free of allocatable; per node pool, the same and the most
+ * free on one node; or why there is none. */
+function capacity(c) {
+  if (c.capacityVisible === undefined) return null; // not read yet
+  const box = h("div", { class: "c-capacity", dataset: { state: c.capacityState || "" } });
+  if (!c.capacityVisible) {
+    box.append(h("p", { class: "faint capacity-hidden" }, "Capacity hidden: your account may not list nodes here."));
+    return box;
+  }
+  const cap = c.capacity;
+  if (!cap) {
+    box.append(h("p", { class: "faint capacity-none" }, `Capacity ${c.capacityState}: ${c.capacityReason || ""}`));
+    return box;
+  }
+  const accs = acceleratorsOf(cap.allocatableValues);
+  box.append(h("div", { class: "label" }, "Free now"),
+    h("ul", { class: "c-free", "aria-label": "Accelerators free" },
+      accs.length
+        ? accs.map((r) => h("li", { dataset: { resource: r } },
+          h("b", { class: "free" }, String(cap.freeValues[r] ?? 0)), ` of ${cap.allocatableValues[r]} ${r}`))
+        : h("li", { class: "faint" }, "no accelerators"),
+      h("li", { class: "c-nodes" }, `${cap.nodes.schedulable} of ${cap.nodes.total} nodes schedulable`)));
+  const pools = (cap.pools || []).filter((p) => acceleratorsOf(p.allocatableValues).length);
+  if (pools.length) {
+    box.append(h("table", { class: "pools" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Pool"), h("th", { class: "num" }, "Nodes"),
+        h("th", {}, "Free"), h("th", {}, "Most on one node"))),
+      h("tbody", {}, pools.map((p) => h("tr", { class: "pool-row", dataset: { pool: p.value || "" } },
+        h("td", { title: p.label || "" }, p.value || "(no pool label)"),
+        h("td", { class: "num" }, `${p.nodeCounts.ready}/${p.nodes}`),
+        h("td", { class: "pool-free" }, acceleratorsOf(p.allocatableValues)
+          .map((r) => `${p.freeValues[r] ?? 0}/${p.allocatableValues[r]} ${r}`).join(", ")),
+        h("td", { class: "pool-largest" }, acceleratorsOf(p.allocatableValues)
+          .filter((r) => r in (p.largestFree || {}))
+          .map((r) => `${p.largestFree[r]} (${p.largestFreeNodes[r]})`).join(", ") || "—"))))));
+  }
+  return box;
+}
 
 /** What changes a card (not the time of the last probe). */
 function textOf(c) {
@@ -68,6 +116,7 @@ function card(c, scale) {
         st === "unavailable" ? h("div", { class: "faint last-seen" }, "as last seen") : null),
       accelerators(c),
       stack,
+      capacity(c),
       phases.length
         ? h("table", { class: "phases" },
           h("thead", {}, h("tr", {}, h("th", {}, "Phase"), h("th", { class: "num" }, "Workloads"), h("th", { class: "num" }, "GPUs"))),
@@ -103,17 +152,38 @@ export function renderFleet(view) {
     notices, stats, grid);
 
   const items = new Map(); // name -> the cluster's item, as last heard
+  const capacities = new Map(); // name -> its capacity fields, from the last GET /clusters
   const shown = new Map(); // name -> {text, el}: the cards on screen
   let stream = null;
   let streamsOff = false;
   let loads = 0;
   let frame = 0;
   const ages = setInterval(() => render(true), 30000); // "up for" moves on
+  const polls = setInterval(() => { if (grid.isConnected) readCapacity(); else dispose(); }, CAPACITY_EVERY);
+
+  function keepCapacity(list) {
+    capacities.clear();
+    for (const c of list || []) {
+      capacities.set(c.name, { capacity: c.capacity, capacityVisible: c.capacityVisible,
+        capacityState: c.capacityState, capacityReason: c.capacityReason });
+    }
+  }
+
+  async function readCapacity() {
+    try {
+      const data = await api("/clusters");
+      keepCapacity(data.items);
+      later();
+    } catch (err) {
+      // the stream says whether the service answers; the figures stay as last read
+    }
+  }
 
   function render(all = false) {
     cancelAnimationFrame(frame);
     frame = 0;
-    const list = [...items.values()].sort((a, b) => a.name.localeCompare(b.name));
+    const list = [...items.values()].map((c) => ({ ...c, ...capacities.get(c.name) }))
+      .sort((a, b) => a.name.localeCompare(b.name));
     const scale = Math.max(0, ...list.map((c) => Number(c.gpus) || 0));
     const sum = (f) => list.reduce((n, c) => n + (Number(f(c)) || 0), 0);
     const up = list.filter((c) => c.available).length;
@@ -185,6 +255,7 @@ export function renderFleet(view) {
   function dispose() {
     stopFollowing();
     clearInterval(ages);
+    clearInterval(polls);
     cancelAnimationFrame(frame);
   }
 
@@ -196,6 +267,7 @@ export function renderFleet(view) {
       if (mine !== loads) return;
       items.clear();
       for (const c of data.items || []) items.set(c.name, c);
+      keepCapacity(data.items);
       put(notices);
       stats.classList.remove("hidden");
       render();

@@ -1,4 +1,6 @@
-// /ui/interpret — paste a manifest (and optionally a definition and pods), see the tree.
+// /ui/interpret — paste a manifest (and optionally a definition and pods), see the tree; and
+// "Where does it fit": the same manifest (and definition) sent to POST /fit, each cluster's
+// verdict shown: the placement of one copy, or per component what is short.
 // The server reads YAML, so pasted YAML is sent as it is; with a definition or pods, the
 // envelope {object, definition, pods} is built as YAML text by indenting each part.
 
@@ -164,9 +166,14 @@ export function renderInterpret(view) {
   showPods(!!pods.area.value.trim());
 
   const run = h("button", { type: "button", id: "interpret" }, "Interpret");
+  const fitButton = h("button", { type: "button", class: "secondary", id: "fit",
+    title: "Where the workload would run now: POST /fit on every cluster" }, "Where does it fit?");
+  const policy = h("select", { id: "fit-policy", class: "small", title: "How pods are packed onto nodes" },
+    h("option", { value: "pack" }, "pack"), h("option", { value: "spread" }, "spread"));
   const status = h("span", { class: "status", id: "interpret-status" }, "Ctrl+Enter in any field");
   const result = h("div", { id: "result" });
-  const actions = h("div", { class: "editor-actions" }, run, togglePods, status);
+  const fitResult = h("div", { id: "fit-result" });
+  const actions = h("div", { class: "editor-actions" }, run, togglePods, fitButton, policy, status);
 
   view.append(
     h("div", { class: "page-head" }, h("div", { class: "title" }, h("h1", {}, "Interpret a manifest"),
@@ -175,6 +182,7 @@ export function renderInterpret(view) {
     h("div", { class: "grid-2" }, manifest, definition),
     pods,
     actions,
+    fitResult,
     result);
 
   const save = () => {
@@ -248,6 +256,33 @@ export function renderInterpret(view) {
   }
 
   run.addEventListener("click", () => interpret());
+  fitButton.addEventListener("click", () => fit());
+
+  async function fit() {
+    let body;
+    let type;
+    try {
+      [body, type] = buildRequest(manifest.area.value, definition.area.value, ""); // a fit is of the desired pods
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      put(fitResult, problemNotice(new ApiError(0, { title: "Nothing to send", detail: err.message })));
+      return;
+    }
+    fitButton.disabled = true;
+    status.textContent = "Fitting…";
+    try {
+      const res = await api(`/fit?policy=${encodeURIComponent(policy.value)}`, { method: "POST", body, contentType: type });
+      status.textContent = res.best ? `Fits best in ${res.best}` : "Fits nowhere now";
+      put(fitResult, fitAnswer(res));
+    } catch (err) {
+      status.textContent = err instanceof ApiError && err.status ? `HTTP ${err.status}` : "Failed";
+      put(fitResult, err instanceof ApiError && err.status === 501
+        ? h("div", { class: "notice info", id: "fit-no-cluster" }, h("h2", {}, "No cluster to fit on"), h("p", {}, err.message))
+        : failure(err, () => fit(), "Could not fit"));
+    } finally {
+      fitButton.disabled = false;
+    }
+  }
 
   // Built-in definitions as starting points (quietly absent when the list cannot be read).
   function loadBuiltins() {
@@ -278,4 +313,43 @@ export function renderInterpret(view) {
         "With a definition, that one is used and checked: every finding is listed with its path."),
       h("p", {}, "Pods are optional: given, they are placed on components and instances, as on a live workload.")));
   }
+}
+
+// -- the fit -------------------------------------------------------------------------------
+
+const nameOf = (x) => x.component + (x.instance ? `/${x.instance}` : "");
+
+/** POST /fit's answer: one card per cluster, the best first (as ranked by the service). */
+export function fitAnswer(res) {
+  const rows = res.clusters || [];
+  return h("section", { class: ["card", "fit-answer"], id: "fit-answer" },
+    h("div", { class: "card-head" }, h("h2", {}, "Where does it fit"),
+      h("span", { class: "hint" }, res.best ? `best: ${res.best}` : "nowhere now", ` · policy ${res.policy}`)),
+    rows.length ? rows.map((c) => fitRow(c, c.cluster === res.best)) : h("p", { class: "faint" }, "No clusters."));
+}
+
+function fitRow(c, best) {
+  const chip = !c.available ? h("span", { class: ["chip", "phase-unknown"] }, c.state)
+    : c.fits ? h("span", { class: ["chip", "phase-running"] }, `fits · ${c.sets} ${c.setsBounded ? "or more " : ""}`
+      + (c.sets === 1 ? "copy" : "copies"))
+      : h("span", { class: ["chip", "phase-failed"] }, "does not fit");
+  const body = [];
+  if (c.available && c.fits && (c.placement || []).length) {
+    body.push(h("table", { class: "placement" }, h("tbody", {}, c.placement.map((p) => h("tr", { class: "placed" },
+      h("td", {}, nameOf(p)), h("td", { class: "num" }, `${p.pods} pods`),
+      h("td", { class: "nodes" }, Object.entries(p.nodes).map(([n, k]) => `${n} (${k})`).join(", ")))))));
+  }
+  if (c.available && !c.fits && (c.shortfall || []).length) {
+    body.push(h("table", { class: "shortfall" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Component"), h("th", {}, "Resource"), h("th", { class: "num" }, "Per pod"),
+        h("th", { class: "num" }, "Unplaced"), h("th", {}, "Most left on one node"))),
+      h("tbody", {}, c.shortfall.map((s) => h("tr", { class: "short" },
+        h("td", {}, nameOf(s)), h("td", {}, s.resource), h("td", { class: "num" }, s.perPod),
+        h("td", { class: "num" }, `${s.podsUnplaced} of ${s.pods}`),
+        h("td", {}, s.largestFree ? `${s.largestFree.free} (${s.largestFree.node})` : "no node passes the filters"))))));
+  }
+  return h("div", { class: ["fit-row", best && "best"], dataset: { cluster: c.cluster, fits: String(c.fits) } },
+    h("div", { class: "card-head" }, h("h3", {}, c.cluster || "this cluster"), chip, best ? h("span", { class: "tag" }, "best") : null),
+    h("p", { class: "fit-message" }, c.message),
+    body);
 }
