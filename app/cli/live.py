@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from ..capacity.answers import no_capacity, verdict, waiting
+from ..capacity.plan import plan
 from ..cluster.kube import (
     KARTAS,
     Forbidden,
@@ -43,6 +45,7 @@ from ..cluster.workloads import LookupFailed, Workloads, allow_all
 from ..engine.interpret import InterpretationError
 from ..fleet.specs import ClusterSpec, contexts, kubeconfig_paths, redact
 from ..karta.registry import Registry
+from ..model.listed import ListedCapacity
 from . import listing, render
 from .common import (
     EXIT_FAIL,
@@ -387,7 +390,26 @@ async def _describe(
             result = await workloads.interpretation(ns, name, kind, allow=allow_all)  # as the kubeconfig user
         except LookupFailed as e:
             raise lookup_error_of(e, kube, kinds, name, ns) from None
+        await _with_no_capacity(kube, result)
         return result, seen.get("object") or {}, kube.warnings()
+
+
+async def _with_no_capacity(kube: Kube, result: dict[str, Any]) -> None:
+    """The service's NoCapacity entry, first in `diagnosis`, when the pods that wait fit nowhere
+    in this cluster's free capacity (one list of nodes and bound pods, with the kubeconfig
+    user's rights: none when it may not list them). Other contexts are not read (`fitsIn` [])."""
+    found = waiting(result) if result.get("diagnosis") is not None else None
+    if found is None:
+        return
+    lc = ListedCapacity(kube)
+    await lc.refresh()
+    if lc.capacity_state()[0] != "ready":
+        return
+    left = found[1]
+    nodes, free = lc.capacity_snapshot()
+    here = verdict("", plan(left, nodes, free), left)
+    if here["fits"] is False:
+        result["diagnosis"] = [no_capacity(here, left, []), *result["diagnosis"]]
 
 
 def lookup_error_of(e: LookupFailed, kube: _Kube, kinds: list[Any], name: str, ns: str) -> CliError:

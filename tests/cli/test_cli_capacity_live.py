@@ -133,3 +133,20 @@ def test_bad_input_is_a_usage_error(world: World, tmp_path: Path) -> None:
     unknown = _file(tmp_path, {"apiVersion": "x.example/v1", "kind": "Nope", "metadata": {"name": "n"}})
     r = wlmap("fit", unknown, kubeconfig=world.kubeconfig)
     assert r.returncode == 4, r.stdout + r.stderr
+
+
+def test_describe_says_when_waiting_pods_fit_nowhere(world: World, kubectl: Kubectl, apiserver: ApiServer) -> None:
+    pod = _pod(world.ns, "wait-big", None, [{"cpu": "1", "memory": "1Gi", GPU: "8"}])
+    pod["spec"] |= {"nodeSelector": {world.label: "gpu"}, "tolerations": [GPU_TOLERATION]}
+    kubectl.apply(pod)
+    try:
+        r = wlmap("describe", "pod/wait-big", "-n", world.ns, "-o", "json", kubeconfig=world.kubeconfig)
+        assert r.returncode == 0, r.stderr
+        entry = json.loads(r.stdout)["diagnosis"][0]
+        assert (entry["reason"], entry["pods"], entry["fitsIn"]) == ("NoCapacity", 1, [])
+        assert entry["message"] == (f"fits nowhere in this cluster now: no node has 8 free {GPU} "
+                                    f"(the most on one node is 6: {world.a})")
+        tree = wlmap("describe", "pod/wait-big", "-n", world.ns, kubeconfig=world.kubeconfig).stdout
+        assert "Error    NoCapacity" in tree and "no node has 8 free" in tree
+    finally:
+        _delete_all(apiserver, [f"/api/v1/namespaces/{world.ns}/pods/wait-big"])
