@@ -79,6 +79,7 @@ SEARCH_PODS = 64  # the exhaustive search runs on workloads of at most this many
 MAX_DOMAIN_CHOICES = 4096  # choices of topology values tried (one value per gang with a key)
 WORK = 300_000  # node visits the first copy may take (the verdict); past it: not proven
 SETS_WORK = 100_000  # node visits the copies after the first may take; past it: `sets` is a lower bound
+EXPLAIN_WORK = 100_000  # node visits the explanation of a failure may take; past it: from the free amounts alone
 
 
 @dataclass(frozen=True)
@@ -442,15 +443,19 @@ class _Fit:
 
     def leftover(self) -> tuple[list[dict[str, int]], list[Counter[int]], list[list[int]]]:
         """What first-fit places of every group (in the choice of topology values that places
-        the most pods): the free amounts it leaves, the pods placed and each group's eligible
-        nodes there."""
+        the most pods, among those tried within the work bound): the free amounts it leaves, the
+        pods placed and each group's eligible nodes there."""
         best: tuple[int, list[dict[str, int]], list[Counter[int]], list[list[int]]] | None = None
-        for eligible in self.domains or [self.eligible]:
-            work = list(self.free)  # greedy replaces the entries it changes, never edits one
-            placed = self.greedy(work, eligible, partial=True) or []
-            total = sum(sum(c.values()) for c in placed)
-            if best is None or total > best[0]:
-                best = (total, work, placed, eligible)
+        try:
+            for eligible in self.domains or [self.eligible]:
+                work = list(self.free)  # greedy replaces the entries it changes, never edits one
+                placed = self.greedy(work, eligible, partial=True) or []
+                total = sum(sum(c.values()) for c in placed)
+                if best is None or total > best[0]:
+                    best = (total, work, placed, eligible)
+        except _OutOfWork:
+            if best is None:
+                raise  # not one choice placed: the caller explains from the free amounts
         assert best is not None
         return best[1], best[2], best[3]
 
@@ -556,7 +561,7 @@ def plan(
     except _OutOfWork:
         first, exact = None, False  # too much work to tell: the first-fit verdict so far, unproven
     if first is None:
-        fit.limit = fit.work + WORK  # the explanation has a bound of its own
+        fit.limit = fit.work + EXPLAIN_WORK  # the explanation has a bound of its own
         try:
             left, placed, eligible = fit.leftover()
         except _OutOfWork:  # too much to place even partly: what is free now, nothing placed
