@@ -77,7 +77,10 @@ ON_PURPOSE: list[tuple[str, ...]] = [
      '  - apiGroups: [""]\n'
      '    resources: ["nodes"]\n'
      '    verbs: ["list"]\n'),
-    # issue 31: the catalog's (bare) ReplicaSet definition: a root kind, patched with config.actions
+    # issue 31: the catalog's DaemonSet and (bare) ReplicaSet definitions, root kinds: read, and
+    # patched with config.actions
+    ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the read rules
+    ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the patch rules
     ("workload-map/templates/clusterrole.yaml", "    - replicasets\n", "    - statefulsets\n    verbs: [patch]\n"),
 ]
 
