@@ -26,7 +26,7 @@ def world(kubectl: Kubectl) -> dict[str, Any]:
     for ns in (NS, NS2):
         kubectl.ensure_namespace(ns)
     out = {"a": _jobset_with_pods(kubectl, NS, "train-a"), "b": _jobset_with_pods(kubectl, NS2, "train-b")}
-    # Deployment -> ReplicaSet (no definition: watched as metadata) -> pod
+    # Deployment -> ReplicaSet (a kind with a definition, but part of the Deployment) -> pod
     web = kubectl.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": NS},
                          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                                   "template": {"metadata": {"labels": {"app": "web"}},
@@ -143,14 +143,16 @@ def test_pod_changes_update_readiness_without_reinterpreting(service: Server, ku
         eventually(lambda: _model(service)["interpretations"] > count, timeout=2, what="re-interpreted on its edit")
 
 
-def test_owner_kinds_are_watched_as_metadata_only(service: Server, world: dict) -> None:
+def test_owned_workload_kinds_are_watched_but_not_listed(service: Server, world: dict) -> None:
     st = _model(service)
     modes = {(k["group"], k["kind"]): k["mode"] for k in st["kinds"]}
-    assert modes[("apps", "ReplicaSet")] == "metadata"  # on the chain Deployment -> ReplicaSet -> Pod
+    assert modes[("apps", "ReplicaSet")] == "full"  # it has a definition: on the chain Deployment -> ReplicaSet -> Pod
     assert modes[("jobset.x-k8s.io", "JobSet")] == "full" and modes[("", "Pod")] == "full"
     with service.client() as c:
         web = c.get(f"/workloads/{NS}/web").json()
+        names = [r["workload"]["name"] for r in c.get("/workloads", params={"namespace": NS}).json()["items"]]
     assert web["live"]["current"] == 1 and [p["name"] for p in web["live"]["pods"]] == ["web-1-x"]
+    assert "web" in names and "web-1" not in names  # a ReplicaSet a Deployment controls is part of it
 
 
 def test_objects_kept_are_projected(service: Server, world: dict) -> None:

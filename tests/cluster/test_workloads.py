@@ -65,7 +65,7 @@ def world(kubectl: Kubectl) -> dict[str, Any]:
                             "template": {"metadata": {"labels": {"app": "llama"}},
                                          "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
 
-    # Deployment -> ReplicaSet (no definition) -> pods; one pod names a ReplicaSet of the same
+    # Deployment -> ReplicaSet (part of the Deployment) -> pods; one pod names a ReplicaSet of the same
     # name but another UID (a deleted and re-created owner): not part of the workload
     web = kubectl.apply({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": NS},
                          "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},

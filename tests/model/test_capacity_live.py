@@ -160,7 +160,7 @@ def test_capacity_follows_nodes_and_every_bound_pod(apiserver: ApiServer, kubect
         # a bare pod (a workload of its own) with 4 GPUs over two containers: 3 cpu, 9Gi, 4 GPUs
         train = create(_pod(ns_a, "train", gpu, [{"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "4"},
                                                  {"cpu": "1", "memory": "1Gi"}]))
-        # DaemonSet pods: owned by a kind no definition interprets, in another namespace
+        # DaemonSet pods, in another namespace
         create(_pod(ns_b, "agent-gpu", gpu, [{"cpu": "100m", "memory": "128Mi"}], owner=ds))
         agent_cpu = create(_pod(ns_b, "agent-cpu", cpu, [{"cpu": "100m", "memory": "128Mi"}], owner=ds))
         # effective requests: the init container's 4 cpu exceed the containers' 2 (memory: 2 x 2Gi)

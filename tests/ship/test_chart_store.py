@@ -53,9 +53,11 @@ from .test_helm_chart import (
 )
 
 # The chart before the sharded layout: the single-process render must stay exactly this one, but
-# for the changes made on purpose since, each named here by its template and the text it added.
+# for the changes made on purpose since, each named here by its template and the text it added
+# (removed where it first occurs; a third item is the text the addition comes just before, when
+# the added text alone first occurs elsewhere).
 BASELINE = "3251db6"
-ON_PURPOSE = [
+ON_PURPOSE: list[tuple[str, ...]] = [
     ("workload-map/templates/clusterrole.yaml",  # issue 30: the capacity inventory watches Nodes
      '  # ...and Nodes, for its capacity inventory (allocatable, labels, taints, cordon, readiness);\n'
      '  # without this rule workloads are served as before and capacity says it is unavailable.\n'
@@ -75,6 +77,11 @@ ON_PURPOSE = [
      '  - apiGroups: [""]\n'
      '    resources: ["nodes"]\n'
      '    verbs: ["list"]\n'),
+    # issue 31: the catalog's DaemonSet and (bare) ReplicaSet definitions, root kinds: read, and
+    # patched with config.actions
+    ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the read rules
+    ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the patch rules
+    ("workload-map/templates/clusterrole.yaml", "    - replicasets\n", "    - statefulsets\n    verbs: [patch]\n"),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
@@ -168,9 +175,10 @@ def test_without_a_store_the_render_is_the_one_before(values: dict[str, Any], tm
     for opts in ({}, {"is_upgrade": True}):
         a = nonempty(before.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
         b = nonempty(now.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
-        for template, added in ON_PURPOSE:
-            if template in b and added in b[template]:
-                b[template] = b[template].replace(added, "", 1)
+        for template, added, *context in ON_PURPOSE:
+            following = context[0] if context else ""
+            if template in b and added + following in b[template]:
+                b[template] = b[template].replace(added + following, following, 1)
         assert sorted(a) == sorted(b)
         for template in a:
             assert a[template] == b[template], template
