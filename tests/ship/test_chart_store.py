@@ -82,6 +82,10 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
     ("workload-map/templates/clusterrole.yaml",  # ...and its patch rule (config.actions)
      '  - apiGroups: ["batch.volcano.sh"]\n    resources:\n    - cronjobs\n    - jobs\n    verbs: [patch]\n',
      '  - apiGroups: ["batch.volcano.sh"]\n    resources:\n    - jobs\n    verbs: [patch]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # issue 31: Volcano JobFlow is a root kind
+     '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [get, list, watch]\n'),
+    ("workload-map/templates/clusterrole.yaml",
+     '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [patch]\n'),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
