@@ -133,6 +133,15 @@ def test_rewrite_reads_back_on_every_catalog_fixture(fixture: Path, index: int):
     obj = _workloads(fixture)[index]
     d = _registry().resolve_object(obj)
     before = interpret(obj, d)  # every catalog fixture interprets (a failure case here would need its own test)
+    if not chosen_components(d, None):
+        # No pod template at all (JobFlow: its pods are defined in the JobTemplates it names): a
+        # rewrite changes nothing, and naming a component is refused.
+        rw = rewrite(d, obj, {"labels": SET["labels"]}, None)
+        assert (rw.changed, rw.patch, rw.object) == (0, [], obj)
+        c = d.karta.components[-1]
+        with pytest.raises(UpdateError, match=f"component '{c.name}' defines no pods"):
+            rewrite(d, obj, {"labels": SET["labels"]}, [c.name])
+        return
     comps = [c for c in chosen_components(d, None) if _supported(c)]
     if not comps:
         # A definition whose pods have none of the paths: the set field is refused, naming both.

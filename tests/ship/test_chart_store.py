@@ -53,11 +53,10 @@ from .test_helm_chart import (
 )
 
 # The chart before the sharded layout: the single-process render must stay exactly this one, but
-# for the changes made on purpose since, each named here by its template and the text it added
-# (removed where it first occurs; a third item is the text the addition comes just before, when
-# the added text alone first occurs elsewhere).
+# for the changes made on purpose since, each named here by its template and the text it added (or,
+# where the added text alone is not unique, by the text now and the text it replaced).
 BASELINE = "3251db6"
-ON_PURPOSE: list[tuple[str, ...]] = [
+ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
     ("workload-map/templates/clusterrole.yaml",  # issue 30: the capacity inventory watches Nodes
      '  # ...and Nodes, for its capacity inventory (allocatable, labels, taints, cordon, readiness);\n'
      '  # without this rule workloads are served as before and capacity says it is unavailable.\n'
@@ -81,7 +80,18 @@ ON_PURPOSE: list[tuple[str, ...]] = [
     # patched with config.actions
     ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the read rules
     ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the patch rules
-    ("workload-map/templates/clusterrole.yaml", "    - replicasets\n", "    - statefulsets\n    verbs: [patch]\n"),
+    ("workload-map/templates/clusterrole.yaml", "    - replicasets\n    - statefulsets\n    verbs: [patch]\n",
+     "    - statefulsets\n    verbs: [patch]\n"),
+    ("workload-map/templates/clusterrole.yaml",  # issue 31: Volcano CronJob is a root kind
+     '  - apiGroups: ["batch.volcano.sh"]\n    resources:\n    - cronjobs\n    - jobs\n',
+     '  - apiGroups: ["batch.volcano.sh"]\n    resources:\n    - jobs\n'),
+    ("workload-map/templates/clusterrole.yaml",  # ...and its patch rule (config.actions)
+     '  - apiGroups: ["batch.volcano.sh"]\n    resources:\n    - cronjobs\n    - jobs\n    verbs: [patch]\n',
+     '  - apiGroups: ["batch.volcano.sh"]\n    resources:\n    - jobs\n    verbs: [patch]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # issue 31: Volcano JobFlow is a root kind
+     '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [get, list, watch]\n'),
+    ("workload-map/templates/clusterrole.yaml",
+     '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [patch]\n'),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
@@ -175,10 +185,9 @@ def test_without_a_store_the_render_is_the_one_before(values: dict[str, Any], tm
     for opts in ({}, {"is_upgrade": True}):
         a = nonempty(before.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
         b = nonempty(now.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
-        for template, added, *context in ON_PURPOSE:
-            following = context[0] if context else ""
-            if template in b and added + following in b[template]:
-                b[template] = b[template].replace(added + following, following, 1)
+        for template, added, *replaced in ON_PURPOSE:
+            if template in b and added in b[template]:
+                b[template] = b[template].replace(added, "".join(replaced), 1)
         assert sorted(a) == sorted(b)
         for template in a:
             assert a[template] == b[template], template
