@@ -37,24 +37,32 @@ def _accelerators(values: Amounts) -> list[str]:
 # -- reading the contexts ---------------------------------------------------------------------
 
 
+class Unread(CliError):
+    """A context with no capacity: the contract's withheld state (forbidden, unavailable), and why."""
+
+    def __init__(self, state: str, message: str) -> None:
+        super().__init__(message, EXIT_FAIL)
+        self.state = state
+
+
 async def _listed(args: argparse.Namespace, context: str | None) -> ListedCapacity:
-    """One context's capacity from one list (CliError: why there is none)."""
+    """One context's capacity from one list (Unread: why there is none)."""
     try:
         kube = await _connect(args, context)
     except Exception as e:
-        raise CliError(f"cannot load the kubeconfig: {e}", EXIT_FAIL) from None
+        raise Unread("unavailable", f"cannot load the kubeconfig: {e}") from None
     try:
-        lc = ListedCapacity(kube)
+        lc = ListedCapacity(kube, reader="the kubeconfig user")
         await lc.refresh()
     finally:
         await kube.close()
     state, reason = lc.capacity_state()
     if state != "ready":
-        raise CliError(reason or state, EXIT_FAIL)
+        raise Unread(state, reason or state)
     return lc
 
 
-async def _read(args: argparse.Namespace) -> tuple[list[tuple[str, ListedCapacity]], list[tuple[str, CliError]]]:
+async def _read(args: argparse.Namespace) -> tuple[list[tuple[str, ListedCapacity]], list[tuple[str, Unread]]]:
     """Every context asked (--context, --all-contexts; else the current one as ""), read at once,
     each within --context-timeout: those that answered, and those that failed."""
     check_auth_flags(args)
@@ -62,25 +70,25 @@ async def _read(args: argparse.Namespace) -> tuple[list[tuple[str, ListedCapacit
     named = _named_contexts(args)
     names: list[str | None] = list(named) if named else [None]
 
-    async def one(ctx: str | None) -> ListedCapacity | CliError:
+    async def one(ctx: str | None) -> ListedCapacity | Unread:
         try:
             return await asyncio.wait_for(_listed(args, ctx), args.context_timeout)
-        except CliError as e:
+        except Unread as e:
             return e
         except TimeoutError:
-            return CliError(f"the API server did not answer within {args.context_timeout:g} s", EXIT_FAIL)
+            return Unread("unavailable", f"the API server did not answer within {args.context_timeout:g} s")
 
     parts = await asyncio.gather(*(one(n) for n in names))
     ok, failed = [], []
     for ctx, part in zip(names, parts, strict=True):
-        if isinstance(part, CliError):
+        if isinstance(part, Unread):
             failed.append((ctx or "", part))
         else:
             ok.append((ctx or "", part))
     return ok, failed
 
 
-def _report(failed: list[tuple[str, CliError]], kubeconfig: str | None) -> None:
+def _report(failed: list[tuple[str, Unread]], kubeconfig: str | None) -> None:
     for ctx, err in failed:  # after the output: the last thing a person reads
         where = f"context {ctx}: " if ctx else ""
         print(f"error: {where}{_redact(str(err), kubeconfig)}", file=sys.stderr)
@@ -180,7 +188,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
             item["nodes"] = [answers.node(r) for r in lc.nodes(None, pools)]
         items.append(item)
     if args.output in ("json", "yaml"):
-        write_output({"items": items, "errors": [{"cluster": c, "message": str(e)} for c, e in failed]}, args.output)
+        errors = [{"cluster": c, "state": e.state, "message": _redact(str(e), args.kubeconfig)} for c, e in failed]
+        write_output({"items": items, "errors": errors}, args.output)
     elif items:
         print("\n".join(node_lines(items) if args.output == "wide" else capacity_lines(items)))
     _report(failed, args.kubeconfig)
@@ -244,7 +253,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     for ctx, lc in ok:
         nodes, free = lc.capacity_snapshot()
         rows.append(answers.verdict(ctx, plan(groups, nodes, free, policy=args.policy), groups, lc.capacity_partial()))
-    rows += [answers.withheld(ctx, "unavailable", _redact(str(e), args.kubeconfig)) for ctx, e in failed]
+    rows += [answers.withheld(ctx, e.state, _redact(str(e), args.kubeconfig)) for ctx, e in failed]
     rows = answers.ranked(rows)
     doc = {
         "workload": result.get("workload"),

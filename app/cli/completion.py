@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 
 FILE_FLAGS = {"--kubeconfig", "--definition", "--pods", "--definitions"}  # flags whose value is a path
-FILE_ARGS = {"files", "dir"}  # positionals that are paths
+FILE_ARGS = {"files", "file", "dir"}  # positionals that are paths (fit, update: one FILE)
 
 
 @dataclass

@@ -27,8 +27,11 @@ BOUND_PODS = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 class ListedCapacity(CapacityReads):
     """The capacity of one cluster as its last lists gave it (see the module docstring)."""
 
-    def __init__(self, kube: Kube, namespaces: Sequence[str] | None = None, ttl: float = LIST_TTL) -> None:
+    def __init__(
+        self, kube: Kube, namespaces: Sequence[str] | None = None, ttl: float = LIST_TTL, reader: str = "the service"
+    ) -> None:
         self.kube, self.namespaces, self.ttl = kube, list(namespaces) if namespaces else None, ttl
+        self.reader = reader  # who lists, for the message when that is forbidden (the CLI: its user)
         self.capacity_inventory = ClusterCapacity()
         self._listed_at: float | None = None  # monotonic time of the last good lists
         self._state: tuple[str, str | None] = ("starting", "the node and pod lists have not been read yet")
@@ -45,7 +48,7 @@ class ListedCapacity(CapacityReads):
             try:
                 self.capacity_inventory = await self._list()
             except Forbidden as e:
-                self._listed_at, self._state = None, ("forbidden", f"the service may not list nodes or pods: {e}")
+                self._listed_at, self._state = None, ("forbidden", f"{self.reader} may not list nodes or pods: {e}")
             except (KubeError, OSError, TimeoutError) as e:
                 self._listed_at, self._state = None, ("unavailable", f"the node and pod lists failed: {e}")
             else:

@@ -18,6 +18,7 @@ import yaml
 import app.cli.main as cli
 from app.cli import common
 from app.karta.load import load_path
+from tests.cli.test_cli_live import pythonpath
 from tests.required import missing
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples"
@@ -490,12 +491,15 @@ def test_bash_completion_registers_and_completes_commands_flags_and_choices(tmp_
                       't() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMPREPLY=(); _wlmap;'
                       ' echo "${COMPREPLY[*]}"; }\n'
                       't wlmap g\nt wlmap get -n team -o ""\nt wlmap get --sort-by -g\nt wlmap describe --pod\n'
-                      't wlmap definitions list --ki\nt wlmap completion ""\n')
+                      't wlmap definitions list --ki\nt wlmap completion ""\n'
+                      't wlmap fit tr\nt wlmap fit x --policy ""\nt wlmap capacity -o ""\n')
+    (tmp_path / "train.yaml").touch()  # fit's one FILE completes as a path
     r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, check=False,
-                       env={"PATH": f"{WLMAP.parent}:/usr/bin:/bin"})
+                       env={"PATH": f"{WLMAP.parent}:/usr/bin:/bin", **pythonpath()}, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["complete -o filenames -F _wlmap wlmap", "get", "table wide json yaml", "-gpus",
-                                     "--pod-limit", "--kind", "bash zsh fish"]
+                                     "--pod-limit", "--kind", "bash zsh fish", "train.yaml", "pack spread",
+                                     "table wide json yaml"]
 
 
 def test_zsh_completion_is_valid_and_registers(tmp_path):

@@ -116,12 +116,14 @@ def test_several_contexts_one_of_which_may_not_list_nodes(world: World, tmp_path
     assert r.returncode == 0, r.stdout + r.stderr  # it fits in "full"
     rows = r.stdout.splitlines()[1:]
     assert rows[0].startswith("full (best)") and rows[1].startswith("bob") and "forbidden" in rows[1]
-    assert "error: context bob: " in r.stderr
+    assert "error: context bob: the kubeconfig user may not list nodes or pods: " in r.stderr
+    doc = json.loads(wlmap("fit", fits, "--all-contexts", "-o", "json", kubeconfig=world.kubeconfig).stdout)
+    assert [(c["cluster"], c["state"]) for c in doc["clusters"]] == [("full", "ready"), ("bob", "forbidden")]
     r = wlmap("capacity", "--context", "bob", "--context", "full", "-o", "json", kubeconfig=world.kubeconfig)
     assert r.returncode == 1
     doc = json.loads(r.stdout)
     assert [i["cluster"] for i in doc["items"]] == ["full"] and doc["errors"][0]["cluster"] == "bob"
-    assert "may not list nodes" in doc["errors"][0]["message"]
+    assert doc["errors"][0]["state"] == "forbidden" and "may not list nodes" in doc["errors"][0]["message"]
 
 
 def test_bad_input_is_a_usage_error(world: World, tmp_path: Path) -> None:

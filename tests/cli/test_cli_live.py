@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,8 +35,15 @@ PYTORCHJOB = ROOT / "definitions/kubeflow.org/PyTorchJob/v1/testdata/running.yam
 NS = "cli-jobset"
 
 
+def pythonpath() -> dict[str, str]:
+    """The caller's PYTHONPATH: the installed `wlmap` is an editable install of one checkout, so a
+    worktree's tests run its own code only through it."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+
+
 def wlmap(*args: str, kubeconfig: Path | str | None = None) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}  # no stray ~/.kube/config or $KUBECONFIG
+    env |= pythonpath()
     cmd = [str(WLMAP), *args] + (["--kubeconfig", str(kubeconfig)] if kubeconfig else [])
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False)
     assert "Traceback" not in r.stderr, r.stderr
