@@ -7,7 +7,8 @@ Data flow:
   what the live view and every definition's pod expressions read), the owner kinds that owner
   chains pass through without a definition (Jobs of a JobSet and ReplicaSets of a Deployment
   are covered, the PodCliques of a PodCliqueSet are not: metadata only), and
-  CustomResourceDefinitions (metadata only) so kinds come and go without a restart.  Re-planned when definitions change or a CRD does.
+  CustomResourceDefinitions (metadata only) so kinds come and go without a restart.
+  Re-planned when definitions change or a CRD does.
 * **events** (`_handler`): each informer event updates the owner graph, which says which
   workloads' pods or nesting changed; those workloads are marked dirty.
 * **interpretations** (`_process`): a dirty top-level workload is re-interpreted only when its
