@@ -53,9 +53,10 @@ from .test_helm_chart import (
 )
 
 # The chart before the sharded layout: the single-process render must stay exactly this one, but
-# for the changes made on purpose since, each named here by its template and the text it added.
+# for the changes made on purpose since, each named here by its template and the text it added (or,
+# where the added text alone is not unique, by the text now and the text it replaced).
 BASELINE = "3251db6"
-ON_PURPOSE = [
+ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
     ("workload-map/templates/clusterrole.yaml",  # issue 30: the capacity inventory watches Nodes
      '  # ...and Nodes, for its capacity inventory (allocatable, labels, taints, cordon, readiness);\n'
      '  # without this rule workloads are served as before and capacity says it is unavailable.\n'
@@ -75,6 +76,16 @@ ON_PURPOSE = [
      '  - apiGroups: [""]\n'
      '    resources: ["nodes"]\n'
      '    verbs: ["list"]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # issue 31: RayCronJob is a root kind
+     '  - apiGroups: ["ray.io"]\n    resources:\n    - rayclusters\n    - raycronjobs\n    - rayjobs\n'
+     '    - rayservices\n    verbs: [get, list, watch]\n',
+     '  - apiGroups: ["ray.io"]\n    resources:\n    - rayclusters\n    - rayjobs\n'
+     '    - rayservices\n    verbs: [get, list, watch]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # ...and its patch rule (config.actions)
+     '  - apiGroups: ["ray.io"]\n    resources:\n    - rayclusters\n    - raycronjobs\n    - rayjobs\n'
+     '    - rayservices\n    verbs: [patch]\n',
+     '  - apiGroups: ["ray.io"]\n    resources:\n    - rayclusters\n    - rayjobs\n'
+     '    - rayservices\n    verbs: [patch]\n'),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
@@ -168,9 +179,9 @@ def test_without_a_store_the_render_is_the_one_before(values: dict[str, Any], tm
     for opts in ({}, {"is_upgrade": True}):
         a = nonempty(before.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
         b = nonempty(now.render(values, name=RELEASE, namespace=RELEASE_NS, **opts))
-        for template, added in ON_PURPOSE:
+        for template, added, *replaced in ON_PURPOSE:
             if template in b and added in b[template]:
-                b[template] = b[template].replace(added, "", 1)
+                b[template] = b[template].replace(added, "".join(replaced), 1)
         assert sorted(a) == sorted(b)
         for template in a:
             assert a[template] == b[template], template
