@@ -86,6 +86,16 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
      '    - rayservices\n    verbs: [patch]\n',
      '  - apiGroups: ["ray.io"]\n    resources:\n    - rayclusters\n    - rayjobs\n'
      '    - rayservices\n    verbs: [patch]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # issue 31: ScheduledSparkApplication is a root kind
+     '  - apiGroups: ["sparkoperator.k8s.io"]\n    resources:\n    - scheduledsparkapplications\n'
+     '    - sparkapplications\n    verbs: [get, list, watch]\n',
+     '  - apiGroups: ["sparkoperator.k8s.io"]\n    resources:\n    - sparkapplications\n'
+     '    verbs: [get, list, watch]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # ...and its patch rule (config.actions)
+     '  - apiGroups: ["sparkoperator.k8s.io"]\n    resources:\n    - scheduledsparkapplications\n'
+     '    - sparkapplications\n    verbs: [patch]\n',
+     '  - apiGroups: ["sparkoperator.k8s.io"]\n    resources:\n    - sparkapplications\n'
+     '    verbs: [patch]\n'),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
