@@ -52,6 +52,13 @@ from .test_helm_chart import (
     sa_token,
 )
 
+
+def rule(group: str, resources: list[str], verbs: str) -> str:
+    """A catalog rule as the ClusterRole renders it (helm/workload-map/files/catalog-rules.yaml)."""
+    return (f'  - apiGroups: ["{group}"]\n    resources:\n' + "".join(f"    - {r}\n" for r in resources)
+            + f"    verbs: [{verbs}]\n")
+
+
 # The chart before the sharded layout: the single-process render must stay exactly this one, but
 # for the changes made on purpose since, each named here by its template and the text it added (or,
 # where the added text alone is not unique, by the text now and the text it replaced).
@@ -92,6 +99,13 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
      '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [get, list, watch]\n'),
     ("workload-map/templates/clusterrole.yaml",
      '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [patch]\n'),
+    *(("workload-map/templates/clusterrole.yaml", rule(group, now, verbs), rule(group, before, verbs))
+      for group, now, before in (  # issue 31: new root kinds
+          ("ray.io", ["rayclusters", "raycronjobs", "rayjobs", "rayservices"],
+           ["rayclusters", "rayjobs", "rayservices"]),
+          ("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
+           ["sparkapplications"]))
+      for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
