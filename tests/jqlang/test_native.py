@@ -117,7 +117,9 @@ def test_every_catalog_expression_on_every_fixture_agrees() -> None:
     # Nearly everything runs natively; what does not is named (user functions, `match`).
     assert evaluated > 5000 and handed_back < evaluated / 100, (evaluated, handed_back)
     assert all(native.why_not(t) for t in not_covered)
-    assert len(not_covered) <= 2, sorted(not_covered)
+    # the Spark family's `def bytes` (SparkApplication, ScheduledSparkApplication, SparkConnect)
+    assert len(not_covered) <= 5 and all(t.lstrip().startswith("def ") for t in not_covered), sorted(not_covered)
+    print(f"{evaluated} natively, {handed_back} handed back, {len(not_covered)} expressions not covered")
 
 
 UNCACHED = EngineOptions(jq_results=None)  # every call evaluates its expressions
