@@ -86,7 +86,7 @@ async def fit(
     docstring)."""
     req = request_of(doc)
     policy, names = options(policy, clusters)
-    cluster = service.need_cluster("fit")
+    cluster = service.need_cluster("fits (where a workload can run)")
     for n in names:
         if cluster.fleet.get(n) is None:
             raise ProblemError(
