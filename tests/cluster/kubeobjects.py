@@ -28,6 +28,7 @@ PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("kubeflow.org", "PyTorchJob"): ("pytorchjobs", True), ("acme.example.com", "BatchTask"): ("batchtasks", True),
     ("serving.kserve.io", "InferenceService"): ("inferenceservices", True),
     ("ray.io", "RayCluster"): ("rayclusters", True), ("act.example.com", "Gadget"): ("gadgets", True),
+    ("owners.example.com", "Pipeline"): ("pipelines", True), ("owners.example.com", "Stage"): ("stages", True),
 }
 
 
