@@ -129,6 +129,9 @@ def test_list_filter_and_sort(service: Server, world: dict[str, Any], page: Any)
     assert [int(g) for g in column(page, "gpus")] == sorted(gpus)
     page.click("th[data-sort=name]")
     expect(page.locator("th[data-sort=name]")).to_have_attribute("aria-sort", "ascending")
+    # the header turns before the server's rows arrive: wait for the rows themselves
+    page.wait_for_function("want => [...document.querySelectorAll('#workloads tr.workload-row')]"
+                           ".map(r => r.dataset.name).join() === want", arg=",".join(sorted(EXPECTED)))
     assert rows(page) == sorted(EXPECTED)
     # what the server cannot order by is not offered
     expect(page.locator("th.col-ready")).not_to_have_class(re.compile("sortable"))
