@@ -13,25 +13,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..capacity import answers
 from ..capacity.nodes import Amounts, show
 from ..capacity.plan import POLICIES, plan
 from ..capacity.pools import DEFAULT_POOL_LABELS
 from ..capacity.workload import NotFittable, pod_groups
+from ..engine.accelerators import DEFAULT_RULES, ResourceRules
 from ..karta.load import Definition
-from ..model.listed import ListedCapacity
 from . import render
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, CliError, build_registry
-from .live import _check_kubeconfig, _connect, _named_contexts, _redact, _warn, check_auth_flags, write_output
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, CliError, add_context_flags, build_registry
 from .offline import evaluate, parse_file, resolve
 
-GPU_LIKE = ("gpu", "mig-")  # a resource whose name has one of these is shown as an accelerator
+if TYPE_CHECKING:
+    from ..model.listed import ListedCapacity
 
 
-def _accelerators(values: Amounts) -> list[str]:
-    return sorted(r for r in values if any(k in r for k in GPU_LIKE))
+def _accelerators(values: Amounts, rules: ResourceRules) -> list[str]:
+    """The accelerator resources among `values`, by the rules `totals` counts them with
+    (--accelerator-resource)."""
+    return sorted(r for r in values if rules.is_accelerator(r))
 
 
 # -- reading the contexts ---------------------------------------------------------------------
@@ -47,6 +49,9 @@ class Unread(CliError):
 
 async def _listed(args: argparse.Namespace, context: str | None) -> ListedCapacity:
     """One context's capacity from one list (Unread: why there is none)."""
+    from ..model.listed import ListedCapacity
+    from .live import _connect
+
     try:
         kube = await _connect(args, context)
     except Exception as e:
@@ -65,6 +70,8 @@ async def _listed(args: argparse.Namespace, context: str | None) -> ListedCapaci
 async def _read(args: argparse.Namespace) -> tuple[list[tuple[str, ListedCapacity]], list[tuple[str, Unread]]]:
     """Every context asked (--context, --all-contexts; else the current one as ""), read at once,
     each within --context-timeout: those that answered, and those that failed."""
+    from .live import _check_kubeconfig, _named_contexts, check_auth_flags
+
     check_auth_flags(args)
     _check_kubeconfig(args)
     named = _named_contexts(args)
@@ -89,6 +96,8 @@ async def _read(args: argparse.Namespace) -> tuple[list[tuple[str, ListedCapacit
 
 
 def _report(failed: list[tuple[str, Unread]], kubeconfig: str | None) -> None:
+    from .live import _redact
+
     for ctx, err in failed:  # after the output: the last thing a person reads
         where = f"context {ctx}: " if ctx else ""
         print(f"error: {where}{_redact(str(err), kubeconfig)}", file=sys.stderr)
@@ -101,7 +110,7 @@ def _free_of(values: dict[str, dict[str, int]], r: str) -> str:
     return f"{show(r, values['freeValues'].get(r, 0))}/{show(r, values['allocatableValues'].get(r, 0))}"
 
 
-def capacity_lines(items: list[dict[str, Any]]) -> list[str]:
+def capacity_lines(items: list[dict[str, Any]], rules: ResourceRules = DEFAULT_RULES) -> list[str]:
     """One row per context and node pool: nodes ready / total, accelerators, cpu and memory free
     of allocatable, the most GPUs free on one node."""
     rows = [
@@ -118,7 +127,7 @@ def capacity_lines(items: list[dict[str, Any]]) -> list[str]:
     for item in items:
         cap = item["capacity"]
         for pool in cap["pools"]:
-            accs = _accelerators(pool["allocatableValues"])
+            accs = _accelerators(pool["allocatableValues"], rules)
             largest = (
                 ", ".join(
                     f"{pool['largestFree'][r]} {r} ({pool['largestFreeNodes'][r]})"
@@ -141,7 +150,7 @@ def capacity_lines(items: list[dict[str, Any]]) -> list[str]:
     return render.table_lines(rows)
 
 
-def node_lines(items: list[dict[str, Any]]) -> list[str]:
+def node_lines(items: list[dict[str, Any]], rules: ResourceRules = DEFAULT_RULES) -> list[str]:
     """`-o wide`: one row per node."""
     rows = [
         [
@@ -161,7 +170,7 @@ def node_lines(items: list[dict[str, Any]]) -> list[str]:
             status = "Ready" if n["ready"] else "NotReady"
             if n["unschedulable"]:
                 status += ",SchedulingDisabled"
-            accs = _accelerators(n["allocatableValues"])
+            accs = _accelerators(n["allocatableValues"], rules)
             rows.append(
                 [
                     item["cluster"] or "-",
@@ -179,6 +188,8 @@ def node_lines(items: list[dict[str, Any]]) -> list[str]:
 
 
 def cmd_capacity(args: argparse.Namespace) -> int:
+    from .live import _redact, write_output  # the cluster client, imported late as `get` does
+
     pools = args.pool_label or list(DEFAULT_POOL_LABELS)
     ok, failed = asyncio.run(_read(args))
     items = []
@@ -191,7 +202,8 @@ def cmd_capacity(args: argparse.Namespace) -> int:
         errors = [{"cluster": c, "state": e.state, "message": _redact(str(e), args.kubeconfig)} for c, e in failed]
         write_output({"items": items, "errors": errors}, args.output)
     elif items:
-        print("\n".join(node_lines(items) if args.output == "wide" else capacity_lines(items)))
+        rules = args.engine.rules
+        print("\n".join(node_lines(items, rules) if args.output == "wide" else capacity_lines(items, rules)))
     _report(failed, args.kubeconfig)
     return EXIT_FAIL if failed else EXIT_OK
 
@@ -243,6 +255,8 @@ def fit_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    from .live import _redact, _warn, write_output
+
     result = _interpretation(args)
     try:
         groups = pod_groups(result)
@@ -275,22 +289,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 # -- the parsers --------------------------------------------------------------------------------
 
 
-def _contexts(p: argparse.ArgumentParser) -> None:
-    which = p.add_mutually_exclusive_group()
-    which.add_argument(
-        "--context",
-        action="append",
-        metavar="CTX",
-        help="kubeconfig context to read (repeatable; default: the current context)",
-    )
-    which.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig, concurrently")
-    p.add_argument(
-        "--context-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="the time one context may take before it is reported as not answering (default 10)",
-    )
+CONTEXT_HELP = "kubeconfig context to read (repeatable; default: the current context)"
+TIMEOUT_HELP = "the time one context may take before it is reported as not answering (default 10)"
 
 
 def add_parsers(sub: Any, live: argparse.ArgumentParser) -> None:
@@ -301,7 +301,7 @@ def add_parsers(sub: Any, live: argparse.ArgumentParser) -> None:
         description="One list of Nodes and bound pods per context. Exit codes: 0 ok, 1 a context "
         "failed (the others are still shown), 2 usage.",
     )
-    _contexts(ca)
+    add_context_flags(ca, CONTEXT_HELP, TIMEOUT_HELP)
     ca.add_argument(
         "--pool-label",
         action="append",
@@ -326,7 +326,7 @@ def add_parsers(sub: Any, live: argparse.ArgumentParser) -> None:
         "a context failed, 2 usage or an unreadable FILE, 4 no definition covers it.",
     )
     fi.add_argument("file", metavar="FILE", help="the workload's manifest, YAML or JSON ('-' for stdin)")
-    _contexts(fi)
+    add_context_flags(fi, CONTEXT_HELP, TIMEOUT_HELP)
     fi.add_argument(
         "--policy",
         choices=POLICIES,

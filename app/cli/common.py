@@ -66,3 +66,12 @@ def request_timeout(text: str) -> float | None:
         scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
         seconds = sum(float(n) * scale[u] for n, u in parts)
     return None if seconds == 0 else seconds
+
+
+def add_context_flags(p: argparse.ArgumentParser, context_help: str, timeout_help: str) -> None:
+    """--context (repeatable) or --all-contexts, and --context-timeout: the flags of a command that
+    reads several kubeconfig contexts at once (`live._named_contexts` reads them)."""
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--context", action="append", metavar="CTX", help=context_help)
+    which.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig, concurrently")
+    p.add_argument("--context-timeout", type=float, default=10.0, metavar="SECONDS", help=timeout_help)

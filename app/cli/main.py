@@ -30,6 +30,7 @@ from .common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
+    add_context_flags,
     build_registry,
     dump_json,
     print_error,
@@ -491,21 +492,11 @@ def parser() -> argparse.ArgumentParser:
         help="wide: also COMPONENTS and REASON; json/yaml: what GET /workloads returns (rows with "
         "labels and components)",
     )
-    which = ge.add_mutually_exclusive_group()
-    which.add_argument(
-        "--context",
-        action="append",
-        metavar="CTX",
-        help="kubeconfig context to read (repeatable; default: the current context). Naming "
+    add_context_flags(
+        ge,
+        "kubeconfig context to read (repeatable; default: the current context). Naming "
         "contexts adds a CLUSTER column (a `cluster` field in json/yaml)",
-    )
-    which.add_argument("--all-contexts", action="store_true", help="read every context of the kubeconfig, concurrently")
-    ge.add_argument(
-        "--context-timeout",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="with --context/--all-contexts: the time one context may take before it is reported "
+        "with --context/--all-contexts: the time one context may take before it is reported "
         "as not answering and left out (default 10)",
     )
     ge.set_defaults(func=cmd_get)
