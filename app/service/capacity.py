@@ -80,28 +80,30 @@ class Seen:
         }
 
 
-async def _held(member: Member | None, pool_labels: Sequence[str]) -> Seen:
-    """The member's capacity as its source holds it (no rights asked: callers check them first)."""
-    if member is None:
-        return Seen(True, "unavailable", NOT_CONNECTED)
-    try:
-        cap = (await source(member)).capacity(pool_labels)
-    except CapacityUnavailable as e:
-        return Seen(True, "unavailable", str(e))
-    if not cap["available"]:
-        return Seen(True, cap["state"], cap["reason"])
-    return Seen(True, "ready", None, cap)
-
-
-async def for_caller(allow: Allow, member: Member, pool_labels: Sequence[str]) -> Seen:
-    """One cluster's capacity for a caller: the figures, or why they are withheld."""
+async def readable(allow: Allow, member: Member) -> CapacityModel | Seen:
+    """What holds the member's capacity, when the caller may `list nodes` there and its figures
+    are ready; else a Seen saying why not. The caller's right is asked before anything is read
+    (with `--cache false`, before any list is made). /clusters and POST /fit both read this way."""
     try:
         allowed = await asyncio.wait_for(may_list_nodes(allow), READ_BOUND)
     except ProblemError as e:  # its rights cannot be checked there now: the item still answers
         return Seen(False, "unavailable", e.detail)
     except TimeoutError:
         return Seen(False, "unavailable", f"the caller's rights could not be checked within {READ_BOUND:g} s")
-    return await _held(member, pool_labels) if allowed else Seen(False, "forbidden", MAY_NOT_LIST)
+    if not allowed:
+        return Seen(False, "forbidden", MAY_NOT_LIST)
+    try:
+        model = await source(member)
+    except CapacityUnavailable as e:
+        return Seen(True, "unavailable", str(e))
+    state, why = model.capacity_state()
+    return model if state == "ready" else Seen(True, state, why)
+
+
+async def for_caller(allow: Allow, member: Member, pool_labels: Sequence[str]) -> Seen:
+    """One cluster's capacity for a caller: the figures, or why they are withheld."""
+    got = await readable(allow, member)
+    return got if isinstance(got, Seen) else Seen(True, "ready", None, got.capacity(pool_labels))
 
 
 async def add_to_items(
@@ -114,7 +116,11 @@ async def add_to_items(
 
     async def one(item: dict[str, Any]) -> dict[str, Any]:
         m = members.get(item["name"])
-        seen = await for_caller(allow_for(m), m, pool_labels) if m is not None else await _held(None, pool_labels)
+        seen = (
+            await for_caller(allow_for(m), m, pool_labels)
+            if m is not None
+            else Seen(True, "unavailable", NOT_CONNECTED)
+        )
         return {**item, **seen.fields()}
 
     return list(await asyncio.gather(*(one(i) for i in items)))

@@ -24,9 +24,7 @@ from ..capacity import answers
 from ..capacity.plan import POLICIES, PodGroup, plan
 from ..capacity.workload import NotFittable, pod_groups
 from ..fleet.member import Member
-from ..model.capacity import CapacityUnavailable
 from . import capacity
-from .fleet_reads import READ_BOUND
 from .models import FitRequest, InterpretRequest
 from .problems import ProblemError, envelope
 from .service import Service, _is_manifest
@@ -56,27 +54,13 @@ async def in_cluster(
 ) -> dict[str, Any]:
     """One cluster's row: the verdict where the caller may list nodes and figures are ready,
     else why there is none."""
-    name = member.name
-    try:
-        allowed = await asyncio.wait_for(capacity.may_list_nodes(service.auth.rights(state, member)), READ_BOUND)
-    except ProblemError as e:
-        return answers.withheld(name, "unavailable", e.detail)
-    except TimeoutError:
-        return answers.withheld(
-            name, "unavailable", f"the caller's rights could not be checked within {READ_BOUND:g} s"
-        )
-    if not allowed:
-        return answers.withheld(name, "forbidden", capacity.MAY_NOT_LIST)
-    try:
-        model = await capacity.source(member)
-    except CapacityUnavailable as e:
-        return answers.withheld(name, "unavailable", str(e))
-    ready, why = model.capacity_state()
-    if ready != "ready":
-        return answers.withheld(name, ready, why or ready)
+    got = await capacity.readable(service.auth.rights(state, member), member)
+    if isinstance(got, capacity.Seen):
+        return answers.withheld(member.name, got.state, got.reason or got.state)
+    model = got
     nodes, free = model.capacity_snapshot()  # taken on the event loop
     p = await asyncio.to_thread(plan, groups, nodes, free, policy=policy)
-    return answers.verdict(name, p, groups, model.capacity_partial())
+    return answers.verdict(member.name, p, groups, model.capacity_partial())
 
 
 async def fit(

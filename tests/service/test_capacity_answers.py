@@ -43,6 +43,7 @@ def _live(name: str = "c1") -> Any:
     model.capacity.return_value = FIGURES
     model.nodes.return_value = ROWS
     model.capacity_partial.return_value = None
+    model.capacity_state.return_value = ("ready", None)
     model.capacity_inventory = SimpleNamespace(watching=True)
     return SimpleNamespace(name=name, model=model, listed=None)
 
