@@ -15,16 +15,18 @@ from app.karta.load import load_builtin  # noqa: E402
 
 PAGE = ROOT / "docs" / "catalog.md"
 BEGIN, END = "<!-- catalog:begin -->", "<!-- catalog:end -->"
+HELPERS = "workload-map.dev/helper-pods"  # docs/definitions.md, "Helper pods"
 
 
 def table() -> str:
-    rows = ["| Kind | Group/Version | Definition | Components | States it tells apart | Notes |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| Kind | Group/Version | Definition | Components | Helper pods counted | States it tells apart | Notes |",
+            "|---|---|---|---|---|---|---|"]
     for d in sorted(load_builtin(), key=lambda d: (d.gvk[0] or "~core", d.gvk[2], d.gvk[1])):
         g, v, k = d.gvk
         ann = (d.raw.get("metadata") or {}).get("annotations") or {}
         comps = ", ".join(c.name or "" for c in d.karta.components)
-        rows.append(f"| {k} | {g + '/' if g else ''}{v} | `{d.name}` | {comps} | "
+        helpers = ann.get(HELPERS) or "none"
+        rows.append(f"| {k} | {g + '/' if g else ''}{v} | `{d.name}` | {comps} | {helpers} | "
                     f"{ann.get('workload-map.dev/states', '')} | {ann.get('workload-map.dev/notes', '')} |")
     return "\n".join(rows)
 

@@ -50,3 +50,16 @@ def test_one_definition_per_gvk():
     gvks = [d.gvk for d in defs]
     assert len(gvks) == len(set(gvks))
     Registry.of(defs).active()  # no ambiguity
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=_folder_id)
+def test_helper_pods_name_pod_bearing_components(folder: Path):
+    """The counted helper pods (docs/definitions.md, "Helper pods") are components of the definition."""
+    (d,) = load_path(folder / "definition.yaml", "builtin")
+    named = ((d.raw.get("metadata") or {}).get("annotations") or {}).get("workload-map.dev/helper-pods")
+    if named is None:
+        return
+    names = [n.strip() for n in named.split(",")]
+    bearing = {c.name for c in d.karta.components if c.pod_bearing}
+    assert names and all(names), f"empty name in {named!r}"
+    assert set(names) <= bearing, f"{sorted(set(names) - bearing)} are not pod-bearing components of {d.name}"
