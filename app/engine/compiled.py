@@ -137,7 +137,7 @@ _POD_SPEC: Tree = {
     "topologySpreadConstraints": True,
     "runtimeClassName": True,
 }
-_METADATA: Tree = {"labels": True}
+_METADATA: Tree = {"labels": True, "annotations": True}
 _POD_TEMPLATE: Tree = {"metadata": _METADATA, "spec": _POD_SPEC}
 _FRAGMENT_SHAPES: dict[str, Tree | bool] = {"containers_path": {None: _CONTAINER}, "container_path": _CONTAINER}
 

@@ -144,8 +144,11 @@ def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
     for field in PLACEMENT_FIELDS:  # as written in the template; absent when unset or empty
         if spec.get(field):
             view[field] = spec[field]
-    if meta.get("labels"):
-        view["labels"] = meta["labels"]
+    # Labels and annotations as written: a fractional-GPU or queue request (KAI's and Run:ai's
+    # gpu-fraction, gpu-memory) lives there, and is reported rather than turned into GPUs.
+    for field in ("labels", "annotations"):
+        if meta.get(field):
+            view[field] = meta[field]
     return view
 
 

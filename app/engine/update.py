@@ -453,8 +453,9 @@ def _same(a: Any, b: Any) -> bool:
 def expected_view(view: dict[str, Any], set_: dict[str, Any]) -> dict[str, Any]:
     """A pod view (interpretation `tree...instances[].pod`) as it must read after the write."""
     v = dict(view)
-    if "labels" in set_:
-        v["labels"] = {**(v.get("labels") or {}), **set_["labels"]}
+    for f in META_FIELDS:
+        if f in set_:
+            v[f] = {**(v.get(f) or {}), **set_[f]}
     for f in ("schedulerName", "priorityClassName"):
         if f in set_:
             v[f] = set_[f]

@@ -109,6 +109,11 @@ class PodView(_M):
     runtimeClassName: str | None = None
     resourceClaims: list[dict[str, Any]] | None = None
     labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = Field(
+        None,
+        description="the pod template's annotations as written (e.g. a fractional-GPU request such as "
+        "gpu-fraction: \"0.5\", which is reported and never counted as GPUs)",
+    )
 
 
 class Totals(_M):
