@@ -112,7 +112,7 @@ class PodView(_M):
     annotations: dict[str, str] | None = Field(
         None,
         description="the pod template's annotations as written (e.g. a fractional-GPU request such as "
-        "gpu-fraction: \"0.5\", which is reported and never counted as GPUs)",
+        'gpu-fraction: "0.5", which is reported and never counted as GPUs)',
     )
 
 
