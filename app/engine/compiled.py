@@ -122,8 +122,36 @@ def expression_texts(d: Definition) -> tuple[list[str], list[str]]:
 
 # What the engine reads of extracted pod definitions (requests, pod view); the rest of a pod
 # template never needs to reach jq.
-_CONTAINER: Tree = {"name": True, "image": True, "resources": True, "restartPolicy": True}
+_CONTAINER: Tree = {
+    "name": True,
+    "image": True,
+    "resources": True,
+    "restartPolicy": True,
+    "env": {None: {"valueFrom": True}},  # dependencies.py: only references
+    "envFrom": True,
+}
+_VOLUME: Tree = {
+    k: True
+    for k in (
+        "configMap",
+        "secret",
+        "persistentVolumeClaim",
+        "projected",
+        "azureFile",
+        "csi",
+        "cephfs",
+        "rbd",
+        "flexVolume",
+        "iscsi",
+        "scaleIO",
+        "storageos",
+    )
+}
 _POD_SPEC: Tree = {
+    "volumes": {None: _VOLUME},
+    "imagePullSecrets": True,
+    "serviceAccountName": True,
+    "serviceAccount": True,
     "containers": {None: _CONTAINER},
     "initContainers": {None: _CONTAINER},
     "overhead": True,

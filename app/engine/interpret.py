@@ -21,6 +21,7 @@ from .accelerators import ResourceRules, request_values
 from .accelerators import clamp as _clamp
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
+from .dependencies import dependencies
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .memo import PY_OBJECT_FACTOR, Memo, held_bytes
@@ -100,10 +101,9 @@ def _requests_source(inst: ExtractedInstance) -> tuple[Callable[..., Requests], 
     return dict, lambda: b"none", ()
 
 
-def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
-    """The `pod` of an instance entry: its requests and counts (from its facts, shared by every
-    pod definition with the same resources) and what it runs and where (from the definition
-    itself: names, images and labels differ between any two workloads)."""
+def _pod_definition(inst: ExtractedInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An instance's pod spec and metadata, a fragmented definition's parts assembled as a pod
+    template would hold them."""
     if inst.pod_template_spec is not None:
         spec, meta = inst.pod_template_spec.get("spec") or {}, inst.pod_template_spec.get("metadata") or {}
     elif inst.pod_spec is not None:
@@ -126,6 +126,14 @@ def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
             "affinity": affinity or None,
         }
         meta = {"labels": f.get("labels") or {}, "annotations": f.get("annotations") or {}}
+    return spec, meta
+
+
+def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
+    """The `pod` of an instance entry: its requests and counts (from its facts, shared by every
+    pod definition with the same resources) and what it runs and where (from the definition
+    itself: names, images and labels differ between any two workloads)."""
+    spec, meta = _pod_definition(inst)
 
     def brief(cs: Any) -> list[dict[str, Any]]:
         return [{"name": c.get("name"), "image": c.get("image")} for c in (cs or []) if isinstance(c, dict)]
@@ -530,6 +538,12 @@ def interpret(
         "tree": tree,
         "totals": _totals(sums),
         "gang": gang,
+        "dependencies": dependencies(
+            (name, _pod_definition(inst)[0])
+            for name in cd.order
+            if cd.components[name].pod_bearing and isinstance(v := ctx.values[name], ComponentValues)
+            for inst in v.instances
+        ),
         "warnings": [],
     }
     if pods is not None:

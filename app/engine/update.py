@@ -493,4 +493,7 @@ def read_back_problems(before: dict[str, Any], after: dict[str, Any], set_: dict
     want = dict(before)
     if isinstance(before.get("tree"), dict):
         want["tree"] = _expected(before["tree"], set_, rw.applied())
+    if "priorityClassName" in set_:
+        # A new priority class is a new dependency of the pods written: read from them, as the tree is.
+        want["dependencies"] = after.get("dependencies")
     return [op["path"] or "/" for op in make_patch(want, after)]

@@ -247,6 +247,23 @@ class LivePod(_M):
     containerReason: str | None = Field(None, description="a waiting container's reason (CrashLoopBackOff, ...)")
 
 
+class Dependency(_M):
+    kind: Literal[
+        "ConfigMap",
+        "PersistentVolumeClaim",
+        "PriorityClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "Secret",
+        "ServiceAccount",
+    ]
+    name: str
+    components: list[str] = Field(description="the pod-bearing components whose pods refer to it")
+    optional: bool = Field(
+        description="true only when every reference to it is marked optional: the pods start without it"
+    )
+
+
 class Live(_M):
     current: int
     ready: int
@@ -294,6 +311,11 @@ class Interpretation(_M):
     gang: Gang | None = Field(
         description="{} when the definition has no gang instructions; null when a component "
         "it sizes could not be computed"
+    )
+    dependencies: list[Dependency] = Field(
+        default_factory=list,
+        description="the objects its pods refer to by name (volumes, env, image pull secrets, service "
+        "account, priority class, resource claims), sorted by kind then name",
     )
     warnings: list[str]
     live: Live | None = Field(None, description="present when pods were supplied or read from the cluster")
