@@ -104,8 +104,12 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
           ("ray.io", ["rayclusters", "raycronjobs", "rayjobs", "rayservices"],
            ["rayclusters", "rayjobs", "rayservices"]),
           ("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
-           ["sparkapplications"]))
+           ["sparkapplications"]),
+          ("kubeflow.org", ["jaxjobs", "mpijobs", "notebooks", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"],
+           ["jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"]))
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
+    *(("workload-map/templates/clusterrole.yaml", rule("disaggregatedset.x-k8s.io", ["disaggregatedsets"], verbs))
+      for verbs in ("get, list, watch", "patch")),  # issue 31: LWS DisaggregatedSet is a root kind
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
