@@ -107,6 +107,11 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
            ["sparkapplications"]),
           ("apps.nvidia.com", ["nimcaches", "nimpipelines", "nimservices"], ["nimcaches", "nimservices"]))
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
+    *(("workload-map/templates/clusterrole.yaml", rule("nvidia.com", now, verbs), rule("nvidia.com", before, verbs))
+      for now, before, verbs in (  # issue 31: DynamoGraphDeploymentRequest is a root kind
+          (["dynamocomponentdeployments", "dynamographdeploymentrequests", "dynamographdeployments"],
+           ["dynamocomponentdeployments", "dynamographdeployments"], "get, list, watch"),
+          (["dynamographdeploymentrequests", "dynamographdeployments"], ["dynamographdeployments"], "patch"))),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
