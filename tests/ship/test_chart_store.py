@@ -105,7 +105,7 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
            ["rayclusters", "rayjobs", "rayservices"]),
           ("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
            ["sparkapplications"]),
-          ("apps.nvidia.com", ["nemocustomizers", "nemodatastores", "nemoentitystores", "nemoevaluators", "nimcaches", "nimservices"], ["nimcaches", "nimservices"]))
+          ("apps.nvidia.com", ["nemocustomizers", "nemodatastores", "nemoentitystores", "nemoevaluators", "nemoguardrails", "nimcaches", "nimservices"], ["nimcaches", "nimservices"]))
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
 ]
 
