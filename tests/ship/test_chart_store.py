@@ -104,7 +104,9 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
           ("ray.io", ["rayclusters", "raycronjobs", "rayjobs", "rayservices"],
            ["rayclusters", "rayjobs", "rayservices"]),
           ("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
-           ["sparkapplications"]))
+           ["sparkapplications"]),
+          ("serving.kserve.io", ["inferencegraphs", "inferenceservices", "llminferenceservices"],
+           ["inferenceservices", "llminferenceservices"]))
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
 ]
 
