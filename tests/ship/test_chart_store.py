@@ -108,6 +108,10 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
           ("serving.kserve.io", ["inferencegraphs", "inferenceservices", "llminferenceservices"],
            ["inferenceservices", "llminferenceservices"]))
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
+    *(("workload-map/templates/clusterrole.yaml", rule(group, now, verbs))
+      for group, now in (  # issue 31: root kinds of a new group
+          ("serving.kubeflow.org", ["inferenceservices"]),)
+      for verbs in ("get, list, watch", "patch")),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
