@@ -108,7 +108,7 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
     *(("workload-map/templates/clusterrole.yaml", rule(group, resources, verbs))
       for group, resources in (  # issue 31: root kinds of groups the catalog did not read before
-          ("workload.codeflare.dev", ["appwrappers"]),)
+          ("argoproj.io", ["workflows"]), ("workload.codeflare.dev", ["appwrappers"]))
       for verbs in ("get, list, watch", "patch")),
 ]
 
