@@ -106,7 +106,7 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
           ("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
            ["sparkapplications"]))
       for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
-    *(("workload-map/templates/clusterrole.yaml", rule("flink.apache.org", ["flinkdeployments"], verbs))
+    *(("workload-map/templates/clusterrole.yaml", rule("flink.apache.org", ["flinkdeployments", "flinksessionjobs"], verbs))
       for verbs in ("get, list, watch", "patch")),  # issue 31: Flink's root kinds, a new group
 ]
 
