@@ -59,6 +59,37 @@ def rule(group: str, resources: list[str], verbs: str) -> str:
             + f"    verbs: [{verbs}]\n")
 
 
+def _both(group: str, now: list[str], before: list[str]) -> list[tuple[str, str, list[str], list[str]]]:
+    """A catalog group's read rule and its patch rule (config.actions), alike."""
+    return [(group, verbs, now, before) for verbs in ("get, list, watch", "patch")]
+
+
+# Issue 31: the catalog's new root kinds. (group, verbs, the rule's resources now, before; [] for a
+# group the chart did not read before.)
+CATALOG_RULES = [
+    *_both("ray.io", ["rayclusters", "raycronjobs", "rayjobs", "rayservices"],
+           ["rayclusters", "rayjobs", "rayservices"]),
+    *_both("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
+           ["sparkapplications"]),
+    *_both("kubeflow.org", ["jaxjobs", "mpijobs", "notebooks", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"],
+           ["jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"]),
+    *_both("apps.nvidia.com", ["nemocustomizers", "nemodatastores", "nemoentitystores", "nemoevaluators",
+                               "nemoguardrails", "nimcaches", "nimpipelines", "nimservices"],
+           ["nimcaches", "nimservices"]),
+    ("nvidia.com", "get, list, watch",
+     ["dynamocomponentdeployments", "dynamographdeploymentrequests", "dynamographdeployments"],
+     ["dynamocomponentdeployments", "dynamographdeployments"]),
+    ("nvidia.com", "patch", ["dynamographdeploymentrequests", "dynamographdeployments"], ["dynamographdeployments"]),
+    *_both("serving.kserve.io", ["inferencegraphs", "inferenceservices", "llminferenceservices"],
+           ["inferenceservices", "llminferenceservices"]),
+    *_both("serving.kubeflow.org", ["inferenceservices"], []),
+    *_both("disaggregatedset.x-k8s.io", ["disaggregatedsets"], []),
+    *_both("argoproj.io", ["workflows"], []),
+    *_both("workload.codeflare.dev", ["appwrappers"], []),
+    *_both("flink.apache.org", ["flinkdeployments", "flinksessionjobs"], []),
+]
+
+
 # The chart before the sharded layout: the single-process render must stay exactly this one, but
 # for the changes made on purpose since, each named here by its template and the text it added (or,
 # where the added text alone is not unique, by the text now and the text it replaced).
@@ -100,16 +131,8 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
     ("workload-map/templates/clusterrole.yaml",
      '  - apiGroups: ["flow.volcano.sh"]\n    resources:\n    - jobflows\n    verbs: [patch]\n'),
     *(("workload-map/templates/clusterrole.yaml", rule(group, now, verbs), rule(group, before, verbs))
-      for group, now, before in (  # issue 31: new root kinds
-          ("ray.io", ["rayclusters", "raycronjobs", "rayjobs", "rayservices"],
-           ["rayclusters", "rayjobs", "rayservices"]),
-          ("sparkoperator.k8s.io", ["scheduledsparkapplications", "sparkapplications", "sparkconnects"],
-           ["sparkapplications"]),
-          ("kubeflow.org", ["jaxjobs", "mpijobs", "notebooks", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"],
-           ["jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"]))
-      for verbs in ("get, list, watch", "patch")),  # the read rule, and the patch rule (config.actions)
-    *(("workload-map/templates/clusterrole.yaml", rule("disaggregatedset.x-k8s.io", ["disaggregatedsets"], verbs))
-      for verbs in ("get, list, watch", "patch")),  # issue 31: LWS DisaggregatedSet is a root kind
+      if before else ("workload-map/templates/clusterrole.yaml", rule(group, now, verbs))
+      for group, verbs, now, before in CATALOG_RULES),
 ]
 
 URL = "rediss://valkey.example.com:6380/2"
