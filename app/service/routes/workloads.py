@@ -146,6 +146,7 @@ async def one_workload(
         except LookupFailed as e:
             raise service.explained(e, namespace, name, kind) from None
     body = await service.describe(member, namespace, name, kind, apiVersion, pods, state)
+    body = await service.with_dependency_checks(member, body, state)
     if pods:  # pods that wait and fit nowhere now: the NoCapacity entry
         body = await no_capacity.with_verdict(service, member, body, state)
     return Response(body, media_type=JSON)
