@@ -158,6 +158,7 @@ _SHAPES: dict[str, Any] = {
     "v1.ResourceRequirements": ("object", _RESOURCES),
     "[]v1.Container": ("array", ("object", _CONTAINER)),
     "v1.Container": ("object", _CONTAINER),
+    "[]v1.Toleration": _OBJECTS,
 }
 _GO_NAMES = {"string": "string", "quantity": "resource.Quantity"}
 
@@ -352,6 +353,8 @@ _FRAGMENT_TYPES = {
     "container": ("object", "v1.Container"),
     "priorityClassName": ("string", "string"),
     "image": ("string", "string"),
+    "nodeSelector": ("object", "map[string]string"),
+    "tolerations": ("array", "[]v1.Toleration"),
 }
 # (path attribute, the path's location under the fragment definition, result key, JSON kind, Go type)
 _FRAGMENTS = [

@@ -124,6 +124,8 @@ def _pod_definition(inst: ExtractedInstance) -> tuple[dict[str, Any], dict[str, 
             "priorityClassName": f.get("priorityClassName") or None,
             "resourceClaims": f.get("resourceClaims") or None,
             "affinity": affinity or None,
+            "nodeSelector": f.get("nodeSelector") or None,
+            "tolerations": f.get("tolerations") or None,
         }
         meta = {"labels": f.get("labels") or {}, "annotations": f.get("annotations") or {}}
     return spec, meta

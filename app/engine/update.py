@@ -47,6 +47,8 @@ _FRAGMENT_PATHS = {
     "annotations": "annotations_path",
     "schedulerName": "scheduler_name_path",
     "priorityClassName": "priority_class_name_path",
+    "nodeSelector": "node_selector_path",
+    "tolerations": "tolerations_path",
 }
 _TOLERATION = {"key": str, "operator": str, "value": str, "effect": str, "tolerationSeconds": int}
 _OPERATORS = ("Exists", "Equal")
@@ -284,8 +286,10 @@ def merged(t: Target, old: Any, set_: dict[str, Any], where: str) -> Any:
     if t.form == "metadata":
         return _merge_meta(old, set_, t.fields, where)
     f = t.form  # a fragment: the field's own value
-    if f in META_FIELDS:
+    if f in _MAPS:
         return {**_as(old, dict, where), **set_[f]}
+    if f == "tolerations":
+        return _merge_tolerations(old, set_[f], where)
     return set_[f] if old is None or isinstance(old, str) else _as(old, str, where)
 
 

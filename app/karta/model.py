@@ -48,9 +48,14 @@ class FragmentedPodSpecDefinition(_Model):
     container_path: str | None = None
     priority_class_name_path: str | None = None
     image_path: str | None = None
+    # This project's own (docs/karta-format.md, "Choices this project makes"): where a CR keeps
+    # its pods' node selector and tolerations (Spark's driver/executor, for one).
+    node_selector_path: str | None = None
+    tolerations_path: str | None = None
 
 
-# Field name (python) -> Go field name, in Go struct order; also the fragment result keys.
+# Field name (python) -> Go field name, in Go struct order, then this project's own fields;
+# also the fragment result keys.
 FRAGMENT_FIELDS: list[tuple[str, str, str]] = [
     ("scheduler_name_path", "SchedulerNamePath", "schedulerName"),
     ("labels_path", "LabelsPath", "labels"),
@@ -63,6 +68,8 @@ FRAGMENT_FIELDS: list[tuple[str, str, str]] = [
     ("container_path", "ContainerPath", "container"),
     ("priority_class_name_path", "PriorityClassNamePath", "priorityClassName"),
     ("image_path", "ImagePath", "image"),
+    ("node_selector_path", "NodeSelectorPath", "nodeSelector"),
+    ("tolerations_path", "TolerationsPath", "tolerations"),
 ]
 
 

@@ -112,3 +112,24 @@ def test_fragmented_without_placement_paths_has_no_placement():
     [view] = _views(out, "m")
     assert not set(PLACEMENT_FIELDS) & set(view)
     assert view["containers"] == [{"name": "e", "image": "i"}]
+
+
+def test_fragmented_node_selector_and_tolerations_as_written():
+    """This project's nodeSelectorPath and tolerationsPath (CRs that keep them apart, like Spark's
+    driver and executor) give the pod view's nodeSelector and tolerations."""
+    doc = _fragmented_doc(nodeSelectorPath=".spec.m[] | .nodeSelector", tolerationsPath=".spec.m[] | .tolerations")
+    out = run(doc, workload({"m": {
+        "a": {"engine": {"name": "e"}, "nodeSelector": PLACEMENT["nodeSelector"], "tolerations": TOLERATIONS},
+        "b": {"engine": {"name": "e"}, "nodeSelector": {}, "tolerations": None}}}))
+    a, b = _views(out, "m")
+    assert a["nodeSelector"] == PLACEMENT["nodeSelector"] and a["tolerations"] == TOLERATIONS
+    assert not set(PLACEMENT_FIELDS) & set(b)
+
+
+@pytest.mark.parametrize("field,value,go_type", [("nodeSelector", {"zone": 1}, "map[string]string"),
+                                                 ("tolerations", "all", "[]v1.Toleration")])
+def test_fragmented_node_selector_or_tolerations_of_the_wrong_kind_fail_the_component(field, value, go_type):
+    doc = _fragmented_doc(**{f"{field}Path": f".spec.m[] | .{field}"})
+    fail = run_error(doc, workload({"m": {"a": {"engine": {"name": "e"}, field: value}}}))
+    [err] = fail.errors
+    assert err["component"] == "m" and go_type in err["message"]

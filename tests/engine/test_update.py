@@ -50,13 +50,19 @@ def _workloads(path: Path) -> list[dict]:
     return [d for d in parse_documents(path.read_bytes()) if isinstance(d, dict) and _registry().resolve_object(d)]
 
 
-def _supported(c) -> list[str]:
+def _supported(c, obj=None) -> list[str]:
+    """The set fields a component has paths for; with `obj`, only those whose paths address
+    writable locations in it (a fragment may be read through a computed expression, as Spark's
+    merged nodeSelector: a write of that field is refused, see test_computed_fragment_is_refused)."""
     out = []
     for f in SET_FIELDS:
         try:
-            targets(c, {f: SET[f]})
+            ts = targets(c, {f: SET[f]})
+            if obj is not None:
+                for t in ts:
+                    resolve_paths(t.expression, obj)
             out.append(f)
-        except UpdateError:
+        except (UpdateError, PathNotWritable):
             pass
     return out
 
@@ -153,19 +159,19 @@ def test_rewrite_reads_back_on_every_catalog_fixture(fixture: Path, index: int):
         with pytest.raises(UpdateError, match=f"(?s)component {refused}: .* does not address writable locations"):
             rewrite(d, obj, {"labels": SET["labels"]}, None)
         return
-    comps = [c for c in chosen_components(d, None) if _supported(c)]
+    comps = [c for c in chosen_components(d, None) if _supported(c, obj)]
     if not comps:
         # A definition whose pods have none of the paths: the set field is refused, naming both.
         c = chosen_components(d, None)[0]
         with pytest.raises(UpdateError, match=f"component {c.name} has no path for this fragment: labels"):
             rewrite(d, obj, {"labels": SET["labels"]}, [c.name])
         return
-    fields = [f for f in SET_FIELDS if all(f in _supported(c) for c in comps)]
+    fields = [f for f in SET_FIELDS if all(f in _supported(c, obj) for c in comps)]
     if not fields:
         # No field every component takes (NIMService: its EPP takes only labels, its LWS workers no
         # labels): write the field most of them take, to those.
-        best = max(SET_FIELDS, key=lambda f: sum(f in _supported(c) for c in comps))
-        comps, fields = [c for c in comps if best in _supported(c)], [best]
+        best = max(SET_FIELDS, key=lambda f: sum(f in _supported(c, obj) for c in comps))
+        comps, fields = [c for c in comps if best in _supported(c, obj)], [best]
     set_ = {f: SET[f] for f in fields}
     original = copy.deepcopy(obj)
     for rw in attempts(d, obj, set_, [c.name for c in comps]):
@@ -323,3 +329,40 @@ def test_absent_fragments_are_created_unless_that_makes_a_pod():
     assert "/totals/pods" in read_back_problems(before, interpret(tries[0].object, d), set_, tries[0])
     assert read_back_problems(before, interpret(tries[1].object, d), set_, tries[1]) == []
     assert any("skipped" in w for w in tries[1].writes)
+
+
+def test_fragment_tolerations_written_where_the_role_takes_them():
+    """Spark's tolerationsPath: the role's own field without a pod template (the pod webhook
+    appends it), the template's with one (the webhook then leaves the pod alone)."""
+    base = CATALOG / "sparkoperator.k8s.io/SparkApplication/v1beta2/testdata"
+    new = {"key": "team", "operator": "Equal", "value": "a", "effect": "NoExecute"}
+    for name, where in [("placement-per-role.yaml", ("spec", "executor", "tolerations")),
+                        ("placement-pod-templates.yaml", ("spec", "executor", "template", "spec", "tolerations"))]:
+        obj = _workloads(base / name)[0]
+        d = _registry().resolve_object(obj)
+        rw = rewrite(d, obj, {"tolerations": [new]}, ["executor"])
+        stored = rw.object
+        for k in where:
+            stored = stored[k]
+        assert stored[-1] == new and stored[:-1] == _dig(obj, where)
+        [view] = [i["pod"] for n in _nodes(interpret(rw.object, d)["tree"]) if n["name"] == "executor"
+                  for i in n["instances"]]
+        assert view["tolerations"][-1] == new
+        assert read_back_problems(interpret(obj, d), interpret(rw.object, d), {"tolerations": [new]}, rw) == []
+
+
+def test_computed_fragment_is_refused():
+    """Spark's nodeSelector is read as Spark and the operator merge it (template, confs, app and
+    role fields): a computed value, so a write of it is refused and the object left alone."""
+    obj = _workloads(CATALOG / "sparkoperator.k8s.io/SparkApplication/v1beta2/testdata/placement-per-role.yaml")[0]
+    d = _registry().resolve_object(obj)
+    original = copy.deepcopy(obj)
+    with pytest.raises(UpdateError, match="(?s)component driver: .* does not address writable locations"):
+        rewrite(d, obj, {"nodeSelector": {"pool": "h100"}}, ["driver"])
+    assert obj == original
+
+
+def _dig(obj, where):
+    for k in where:
+        obj = obj[k]
+    return obj
