@@ -355,6 +355,7 @@ def parser() -> argparse.ArgumentParser:
     i.set_defaults(func=cmd_interpret)
 
     update.add_parser(sub, common)
+    update.add_divide_parser(sub, common)
 
     d = sub.add_parser("definitions", help="list, show, validate and test definitions")
     dsub = d.add_subparsers(dest="action", required=True)

@@ -13,6 +13,35 @@ from ..karta.registry import AmbiguousDefinition, Registry
 from .common import EXIT_FAIL, EXIT_NO_DEFINITION, CliError, read_input
 
 
+class Evaluating:
+    """One evaluator for a command's sequence of evaluations of one definition (`async with`),
+    called as `await ev(obj)`: the interpretation, or CliError."""
+
+    def __init__(self, d: Definition, deadline: float, options: EngineOptions):
+        from ..engine.pool import Evaluator
+
+        self.d = d
+        self.ev = Evaluator("untrusted" if d.source != "builtin" else "none", 1, deadline, options=options)
+
+    async def __aenter__(self) -> Evaluating:
+        await self.ev.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.ev.close()
+
+    async def __call__(self, obj: dict[str, Any]) -> dict[str, Any]:
+        from ..engine.pool import EvaluationCrashed, EvaluationTimeout
+
+        try:
+            return await self.ev.interpret(self.d, obj, None)
+        except InterpretationError as e:
+            raise CliError(str(e), EXIT_FAIL, e.errors) from None
+        except (EvaluationTimeout, EvaluationCrashed) as e:
+            error = {"path": getattr(e, "path", ""), "message": str(e), "expression": getattr(e, "expression", None)}
+            raise CliError(str(e), EXIT_FAIL, [error]) from None
+
+
 async def evaluate(
     jobs: list[tuple[Any, Definition | None, CliError | None]],
     pods: list[dict[str, Any]] | None,

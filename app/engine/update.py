@@ -29,7 +29,7 @@ when it has one (the patch then applies only to the version it was made from).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -491,13 +491,41 @@ def _expected(node: dict[str, Any], set_: dict[str, Any], applied: dict[tuple[st
     return out
 
 
-def read_back_problems(before: dict[str, Any], after: dict[str, Any], set_: dict[str, Any], rw: Rewrite) -> list[str]:
+def _scaled(node: dict[str, Any], scales: Mapping[str, Mapping[str | None, Mapping[str, int]]]) -> dict[str, Any]:
+    out = dict(node)
+    per = scales.get(node["name"])
+    if per:
+        out["instances"] = [dict(i, **per.get(i.get("id"), {})) for i in node.get("instances") or []]
+    if node.get("children"):
+        out["children"] = [_scaled(c, scales) for c in node["children"]]
+    return out
+
+
+def _derived(path: str) -> bool:
+    """What follows from the counts: totals (the workload's and each node's and instance's), the
+    gang's minimums, and the status (a controller's report about the counts it had)."""
+    parts = path.split("/")
+    return parts[1] in ("totals", "gang", "status") or "totals" in parts[2:]
+
+
+def read_back_problems(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    set_: dict[str, Any],
+    rw: Rewrite,
+    scales: Mapping[str, Mapping[str | None, Mapping[str, int]]] | None = None,
+) -> list[str]:
     """Where the rewritten object's interpretation differs from the original's other than by the
-    set fields of the pods written (JSON pointers into the interpretation)."""
+    set fields of the pods written and the `scales` asked (component -> instance id -> the scale
+    fields it must read: replicas, and the bounds that follow it; app/engine/replicas.py), whose
+    consequences are not compared (JSON pointers into the interpretation)."""
     want = dict(before)
     if isinstance(before.get("tree"), dict):
         want["tree"] = _expected(before["tree"], set_, rw.applied())
+        if scales:
+            want["tree"] = _scaled(want["tree"], scales)
     if "priorityClassName" in set_:
         # A new priority class is a new dependency of the pods written: read from them, as the tree is.
         want["dependencies"] = after.get("dependencies")
-    return [op["path"] or "/" for op in make_patch(want, after)]
+    moved = [op["path"] or "/" for op in make_patch(want, after)]
+    return [p for p in moved if not _derived(p)] if scales else moved

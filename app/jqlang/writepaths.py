@@ -14,6 +14,12 @@ One difference from `path(...)`: iterating a literal fallback that is empty (`(.
 when `.xs` is absent) resolves to no location, where jq raises; the reader sees no instance
 there either, so there is nothing to write.
 
+With `defaults=True` (replica counts, app/engine/replicas.py) a fallback that stands in for an
+absent field addresses that field: in `A // B`, when A's locations all hold nothing and B yields
+no present location (a literal such as the `1` of `.spec.replicas // 1`, or another absent
+field), the answer is A's locations, so a count the definition defaults can be written where it
+would be read first.
+
 Conditions (`select`, `if`) and literals run on the native evaluator, restricted to navigation,
 comparison, logic and a few bounded builtins (no regular expressions, nothing that builds
 values), so a definition sent in a request cannot make this process spin or grow.  The number
@@ -88,9 +94,10 @@ class _Failed(Exception):
 
 
 class _Walk:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, defaults: bool = False) -> None:
         self.text = text
         self.left = BUDGET
+        self.defaults = defaults
 
     def refuse(self, why: str) -> PathNotWritable:
         return PathNotWritable(self.text, why)
@@ -171,10 +178,22 @@ class _Walk:
             return self.go(ch[0], loc, v) + self.go(ch[1], loc, v)
         if k == "binop" and n.value == "//":
             try:
-                left = [(p, t) for p, t in self.go(ch[0], loc, v) if t is not None and t is not False]
+                pairs = self.go(ch[0], loc, v)
             except _Failed:
-                left = []
-            return left or self.go(ch[1], loc, v)
+                pairs = []
+            left = [(p, t) for p, t in pairs if t is not None and t is not False]
+            if left:
+                return left
+            right = self.go(ch[1], loc, v)
+            if (
+                self.defaults
+                and pairs
+                and right
+                and all(p is not None and t is None for p, t in pairs)
+                and all(p is None or t is None for p, t in right)
+            ):
+                return pairs  # B stands in for the absent A: A is where the value goes
+            return right
         if k == "if":
             parts = list(ch)
             for i in range(0, len(parts) - 1, 2):
@@ -244,14 +263,15 @@ def _parsed(text: str) -> Node:
     return parse(text)
 
 
-def resolve_paths(expr: str, value: Any) -> list[Location]:
+def resolve_paths(expr: str, value: Any, defaults: bool = False) -> list[Location]:
     """The locations `expr` addresses in `value`, in document order (jq's `[path(expr)]`).
-    Raises PathNotWritable for anything that is not a location or a jq error on the way."""
+    Raises PathNotWritable for anything that is not a location or a jq error on the way.
+    `defaults`: a fallback for an absent field addresses that field (module docstring)."""
     try:
         tree = _parsed(expr)
     except JqParseError as e:
         raise PathNotWritable(expr, f"does not parse: {e}") from None
-    w = _Walk(expr)
+    w = _Walk(expr, defaults)
     try:
         pairs = w.go(tree, (), value)
     except _Failed:

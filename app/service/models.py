@@ -7,7 +7,7 @@ these models, so the schema and the engine cannot drift apart.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -386,6 +386,9 @@ class InterpretRequest(BaseModel):
     pods: list[dict[str, Any]] | None = Field(None, description="pods of the workload, for placement and gang groups")
 
 
+Count = Annotated[int, Field(strict=True, ge=0, le=2**31 - 1)]  # a replica count (int32, as the reference reads it)
+
+
 class PodSet(BaseModel):
     """What `POST /interpret/update` writes into every pod of the chosen components."""
 
@@ -405,12 +408,19 @@ class UpdateRequest(BaseModel):
     object: dict[str, Any] | None = Field(None, description="the workload manifest")
     ref: ObjectRef | None = Field(None, description="a live object to read, with the caller's rights (needs a cluster)")
     definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
-    set_: PodSet = Field(alias="set", description="the fields to write")
+    set_: PodSet | None = Field(None, alias="set", description="the fields to write (`set`, `replicas` or both)")
     components: list[str] | None = Field(
         None,
         min_length=1,
         max_length=1000,
-        description="the components to rewrite (default: every one that defines pods)",
+        description="the components `set` rewrites (default: every one that defines pods)",
+    )
+    replicas: dict[str, Count] | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description='counts written through each component\'s replicasPath: `{"<component>": n}` for every '
+        'instance of it, `{"<component>/<instance id>": n}` for one',
     )
 
 
@@ -424,11 +434,14 @@ class PatchOperation(_M):
 
 class UpdateWrite(_M):
     component: str
-    form: str = Field(description="podTemplateSpec | podSpec | metadata, or the fragment written (labels, ...)")
+    form: str = Field(
+        description="podTemplateSpec | podSpec | metadata, the fragment written (labels, ...), or replicas"
+    )
     fields: list[str] = Field(description="the set fields written there")
     expression: str = Field(description="the definition's path")
     path: str = Field(description="the location, as a JSON pointer into the object")
     changed: bool
+    instance: str | None = Field(None, description="replicas: the instance whose count is there (null: the only one)")
     skipped: str | None = Field(None, description="why nothing was written (no pod there)")
     created: bool | None = Field(None, description="the fragment's parent object was absent and was created")
 
@@ -441,6 +454,7 @@ class UpdateResponse(_M):
     components: list[str]
     writes: list[UpdateWrite] = Field(description="every location resolved, in order")
     definition: DefinitionRef
+    totals: Totals | None = Field(None, description="the rewritten object's totals (as it reads back)")
     applied: bool | None = Field(
         None,
         description="with apply=true: the patch was applied (false: nothing to "
@@ -1092,3 +1106,49 @@ class Health(BaseModel):
     status: Literal["ok", "not ready"]
     definitions: int | None = None
     detail: str | None = None
+
+
+class DivideCluster(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=253)
+    weight: Count | None = Field(None, description="its share (required unless `by` is capacity)")
+
+
+class DivideRequest(BaseModel):
+    """`POST /divide`: the workload (as `POST /interpret/update` takes it) and where to divide it."""
+
+    model_config = ConfigDict(extra="forbid")
+    object: dict[str, Any] | None = Field(None, description="the workload manifest")
+    ref: ObjectRef | None = Field(None, description="a live object to read, with the caller's rights (needs a cluster)")
+    definition: dict[str, Any] | None = Field(None, description="a Karta to use instead of the registry's (inline)")
+    clusters: list[DivideCluster] | None = Field(
+        None, min_length=1, max_length=100, description="the clusters and their weights (with `by`: names only)"
+    )
+    by: Literal["capacity"] | None = Field(
+        None,
+        description="capacity: weights from the fit (copies of one pod of each group that fit in each cluster "
+        "now); over `clusters` when named, else every cluster",
+    )
+
+
+class DividePart(_M):
+    cluster: str
+    replicas: dict[str, int] = Field(description="per component with a count: its count in this part")
+    instances: dict[str, int] | None = Field(
+        None, description="per `<component>/<instance id>`, for components with instance ids"
+    )
+    object: dict[str, Any] = Field(description="the workload with this part's counts written (names unchanged)")
+    totals: Totals | None
+
+
+class DivideKept(_M):
+    component: str
+    reason: str
+
+
+class DivideResponse(_M):
+    workload: WorkloadRef | None = None
+    weights: dict[str, int] = Field(description="the weight each cluster was given")
+    divided: bool = Field(description="more than one part")
+    kept: list[DivideKept] = Field(description="the components kept whole in one part, and why")
+    parts: list[DividePart] = Field(description="one per cluster that gets a count above 0")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..engine.update import UpdateError, attempts, read_back_problems
+from ..engine.replicas import revise
+from ..engine.update import UpdateError
 from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
@@ -26,9 +27,37 @@ if TYPE_CHECKING:  # the service calls these: a type only
 MAX_NAMED = 5  # differences named in a read-back refusal's detail (all are in `errors`)
 
 
+def _refused(e: UpdateError) -> ProblemError:
+    return ProblemError(422, "update-refused", "Update refused", e.message, [e.as_error()])
+
+
+def not_read_back(moved: list[str]) -> ProblemError:
+    return ProblemError(
+        422,
+        "update-does-not-read-back",
+        "Update does not read back",
+        "the rewritten object would not read back as set (nothing was written): its interpretation also "
+        f"changes at {', '.join(moved[:MAX_NAMED])}"
+        + (f" and {len(moved) - MAX_NAMED} more" if len(moved) > MAX_NAMED else "")
+        + '; a location shared with another component? name them all in "components" (a count: '
+        "one that other components' counts are computed from)",
+        [{"path": p, "message": "differs after the rewrite"} for p in moved],
+    )
+
+
 async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
-    env = envelope(UpdateRequest, doc, 'expected an object {"object" | "ref", "definition"?, "set", "components"?}')
-    set_ = env.set_.model_dump(exclude_none=True)
+    env = envelope(
+        UpdateRequest, doc, 'expected an object {"object" | "ref", "definition"?, "set" | "replicas", "components"?}'
+    )
+    if env.set_ is None and env.replicas is None:
+        raise ProblemError(
+            422,
+            "invalid-request",
+            "Invalid request",
+            'nothing to write: give "set", "replicas" or both',
+            [{"path": "set", "message": "give set or replicas"}],
+        )
+    set_ = env.set_.model_dump(exclude_none=True) if env.set_ is not None else None
     target = None
     if apply:
         actions.need_actions(service)
@@ -50,25 +79,13 @@ async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], 
     )
     cluster = read.cluster
     before = await service.evaluate(d, obj, None)
-    moved: list[str] = []
     try:
-        for rw in attempts(d, obj, set_, env.components):
-            moved = read_back_problems(before, await service.evaluate(d, rw.object, None), set_, rw)
-            if not moved:
-                break
+        done = await revise(d, obj, before, set_, env.components, env.replicas, lambda o: service.evaluate(d, o, None))
     except UpdateError as e:
-        raise ProblemError(422, "update-refused", "Update refused", e.message, [e.as_error()]) from None
-    if moved:
-        raise ProblemError(
-            422,
-            "update-does-not-read-back",
-            "Update does not read back",
-            "the rewritten object would not read back as set (nothing was written): its interpretation also "
-            f"changes at {', '.join(moved[:MAX_NAMED])}"
-            + (f" and {len(moved) - MAX_NAMED} more" if len(moved) > MAX_NAMED else "")
-            + '; a location shared with another component? name them all in "components"',
-            [{"path": p, "message": "differs after the rewrite"} for p in moved],
-        )
+        raise _refused(e) from None
+    if done.moved:
+        raise not_read_back(done.moved)
+    rw = done.rewrite
     out = {
         "object": rw.object,
         "patch": rw.patch,
@@ -76,6 +93,7 @@ async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], 
         "components": rw.components,
         "writes": rw.writes,
         "definition": before["definition"],
+        "totals": done.after.get("totals"),
     }
     if target is not None:
         member, res = target

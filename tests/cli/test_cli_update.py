@@ -88,6 +88,8 @@ def test_update_entry_point_reads_stdin():
 
 @pytest.mark.parametrize("text,message", [
     ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: oops\nspec: {replicatedJobs: 3}\n",
+     "metadata must be an object"),  # read first, as POST /interpret/update does
+    ("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: a}\nspec: {replicatedJobs: 3}\n",
      "does not address writable locations"),
     (("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: a}\n"
       "spec: {replicatedJobs: [{name: x, template: {spec: {template: 5}}}]}\n"), "holds a number, not an object"),

@@ -418,6 +418,7 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
     ("POST", "/interpret/batch"): [batch_refs],
     ("POST", "/interpret/update"): [interpret_ref("/interpret/update", {"set": {"labels": {"queue": "a"}}},
                                                   lambda j: j["object"]["metadata"]["name"]), apply_update],
+    ("POST", "/divide"): [interpret_ref("/divide", {"clusters": [{"name": "a", "weight": 1}]})],
     ("GET", "/workloads/{namespace}/{name}"): [one_workload(""), one_workload("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads/{namespace}/{name}"):
         [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True)],
