@@ -1,9 +1,10 @@
 """One status for the same workload in several clusters: GET /fleet/workloads/{namespace}/{name}
 and `wlmap describe --all-contexts` build their answer here from each cluster's live answer.
 
-The phase follows a fixed precedence over the clusters' phases (the table in docs/api-contract.md,
-"Fleet aggregate"); totals are summed as a batch sums them (`add_totals`: one unknown total makes
-the sum unknown); each cluster keeps a part with its own phase, ready counts and totals.
+The phase follows a fixed precedence over the clusters' phases (the table of
+docs/api-contract.md, "Fleet aggregate"); totals are summed as a batch sums them (`add_totals`:
+one unknown total makes the sum unknown); each cluster keeps a part with its own phase, ready
+counts and totals.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ async def get_fleet_workload(
     GET /workloads/{namespace}/{name}) in every cluster where the caller may read it: a cluster
     where they may not is left out silently, one that cannot be searched is named in `warnings`.
     404 when no cluster the caller may read holds it; 409 when the name is several kinds (name
-    one with `kind`).  The phase rules are in docs/api-contract.md ("Fleet aggregate")."""
+    one with `kind`).  The phase rules: docs/api-contract.md, "Fleet aggregate"."""
     service.need_cluster("live workloads")
     state = request.scope["state"]
     body = await fleet_reads.fleet_aggregate(
