@@ -50,13 +50,13 @@ def aggregate_phase(phases: Sequence[str | None]) -> str:
 
 
 class MixedKinds(Exception):
-    """The name is a different kind in different clusters: not one workload (the caller names one)."""
+    """The name is a different kind in different clusters: not one workload (the caller must name one)."""
 
     def __init__(self, candidates: list[dict[str, Any]]):
         kinds = sorted({f"{c['kind']} ({c['apiVersion']})" for c in candidates})
         super().__init__(
             f'"{candidates[0]["name"]}" in namespace {candidates[0]["namespace"]} is a different kind in '
-            f"different clusters ({', '.join(kinds)}): name one with ?kind= (and apiVersion=)"
+            f"different clusters ({', '.join(kinds)})"
         )
         self.candidates = candidates
 

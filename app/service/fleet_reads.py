@@ -251,6 +251,10 @@ async def fleet_aggregate(
             return aggregate(found, [f"cluster {n}: {why}; it is left out" for n, why in down.items()])
         except MixedKinds as e:
             raise ProblemError(
-                409, "ambiguous-workload", "Ambiguous workload", str(e), extra={"candidates": e.candidates}
+                409,
+                "ambiguous-workload",
+                "Ambiguous workload",
+                f"{e}: name one with ?kind= (and apiVersion=)",
+                extra={"candidates": e.candidates},
             ) from None
     raise nowhere(members, refused, list(down), namespace, name)

@@ -104,4 +104,5 @@ def test_versions_may_differ_kinds_may_not() -> None:
         aggregate([("a", _answer("Running", 1, 1, 0)), ("b", _answer("Running", 1, 1, 0, kind="PyTorchJob",
                                                                         api="kubeflow.org/v1"))])
     assert [(c["cluster"], c["kind"]) for c in e.value.candidates] == [("a", "JobSet"), ("b", "PyTorchJob")]
-    assert "?kind=" in str(e.value)
+    assert "different kind in different clusters (JobSet (jobset.x-k8s.io/v1alpha2), PyTorchJob (kubeflow.org/v1))" \
+        in str(e.value)

@@ -5,7 +5,11 @@ sees that cluster's part (the others are left out silently)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,11 +28,24 @@ from .test_fleet_faults import wait_cluster_list
 TESTDATA = "definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/"
 JS = ("jobset.x-k8s.io/v1alpha2", "JobSet")
 NAME = "agg"  # made in b and c here, removed at the end (other modules count every workload of b and c)
+ROOT = Path(__file__).resolve().parents[2]
 RBAC = ("rbac.authorization.k8s.io/v1", "reader-dana")
 
 
 @pytest.fixture(scope="module")
-def secured(fleet: Fleet) -> Iterator[Server]:
+def made(fleet: Fleet) -> Iterator[None]:
+    """What this module adds to the fleet, removed at the end."""
+    try:
+        yield
+    finally:
+        for cluster in "bc":
+            fleet.kubectl[cluster].delete(*JS, NS, NAME)
+        for kind in ("RoleBinding", "Role"):
+            fleet.kubectl["c"].delete(RBAC[0], kind, NS, RBAC[1])
+
+
+@pytest.fixture(scope="module")
+def secured(fleet: Fleet, made: None) -> Iterator[Server]:
     """A fleet service that reads with each caller's rights; dana may read JobSets (not pods) in
     `fleet` on cluster c only."""
     for doc in reader_rbac("dana", NS, [("jobset.x-k8s.io", "jobsets")], pods=False):
@@ -39,10 +56,6 @@ def secured(fleet: Fleet) -> Iterator[Server]:
         yield s
     finally:
         s.stop()
-        for cluster in "bc":
-            fleet.kubectl[cluster].delete(*JS, NS, NAME)
-        for kind in ("RoleBinding", "Role"):
-            fleet.kubectl["c"].delete(RBAC[0], kind, NS, RBAC[1])
 
 
 def place(fleet: Fleet, cluster: str, state: str) -> None:
@@ -128,3 +141,37 @@ def test_a_caller_sees_the_parts_where_they_may_read_it(secured: Server, fleet: 
         assert there.status_code == 403, there.text
         assert there.json()["detail"] == nowhere.json()["detail"]
     assert httpx.get(secured.url + f"/fleet/workloads/{NS}/shared", timeout=10).status_code == 401
+
+
+def wlmap(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The CLI of this checkout (PYTHONPATH: a worktree's code, not the installed one's)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "app.cli.main", *map(str, args)], capture_output=True, text=True,
+                       env=env, cwd=ROOT, timeout=120, check=False)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert TOKENS["service"][0] not in r.stdout + r.stderr
+    return r
+
+
+def test_describe_all_contexts(secured: Server, fleet: Fleet, tmp_path: Path) -> None:
+    """`wlmap describe jobset/agg --all-contexts` over contexts a, b, c: -o json is the service's
+    answer (each context a cluster); the table gives the phase, then a row per context."""
+    place(fleet, "b", "running")
+    place(fleet, "c", "failed")
+    kubeconfig = fleet.merged_kubeconfig(tmp_path / "kubeconfig")
+    r = wlmap("describe", f"jobset/{NAME}", "-n", NS, "--all-contexts", "--kubeconfig", kubeconfig, "-o", "json")
+    assert r.returncode == 0, r.stderr
+    with client(secured, "admin") as h:
+        assert json.loads(r.stdout) == h.get(f"/fleet/workloads/{NS}/{NAME}", params={"kind": "JobSet"}).json()
+    r = wlmap("describe", "jobset", NAME, "-n", NS, "--all-contexts", "--kubeconfig", kubeconfig)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["JobSet/agg", "namespace:", NS]
+    assert "Phase: Failed   (over 2 clusters)" in lines
+    rows = [line.split() for line in lines[lines.index("Phase: Failed   (over 2 clusters)") + 2:]]
+    assert rows[0] == ["CLUSTER", "PHASE", "READY", "PODS", "GPUS"]
+    assert [row[:2] for row in rows[1:3]] == [["b", "Running"], ["c", "Failed"]]
+    assert rows[3][0] == "TOTAL" and rows[3][2] == str(2 * int(rows[1][3]))
+    missing = wlmap("describe", "jobset/nowhere", "-n", NS, "--all-contexts", "--kubeconfig", kubeconfig)
+    assert missing.returncode == 3 and 'jobset "nowhere" not found' in missing.stderr, missing.stderr
+    assert "in any context (a, b, c)" in missing.stderr
