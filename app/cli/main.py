@@ -253,6 +253,10 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    if args.all_contexts:  # the same workload in every context, as one
+        from .aggregate import cmd_describe_all
+
+        return cmd_describe_all(args)
     from .live import (
         cmd_describe as run,  # imported late: the cluster client is not needed offline
     )
@@ -418,17 +422,33 @@ def parser() -> argparse.ArgumentParser:
     )
     de.add_argument("name", nargs="?", metavar="NAME", help="the workload's name, unless given as TYPE/NAME")
     de.add_argument("-n", "--namespace", help=ns_help)
-    de.add_argument(
+    de_where = de.add_mutually_exclusive_group()
+    de_where.add_argument(
         "--context",
         metavar="CTX",
         help="kubeconfig context (default: its current context); the output then names it as the cluster",
+    )
+    de_where.add_argument(
+        "--all-contexts",
+        action="store_true",
+        help="the same workload in every context of the kubeconfig, as one: the phase over all of them, then "
+        "a row per context (json/yaml: what GET /fleet/workloads/{namespace}/{name} returns)",
+    )
+    de.add_argument(
+        "--context-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --all-contexts: the time one context may take before it is reported as not answering "
+        "and left out (default 10)",
     )
     de.add_argument(
         "-o",
         "--output",
         choices=["tree", "json", "yaml"],
         default="tree",
-        help="json/yaml: what GET /workloads/{namespace}/{name} returns",
+        help="json/yaml: what GET /workloads/{namespace}/{name} returns (with --all-contexts: "
+        "what GET /fleet/workloads/{namespace}/{name} returns)",
     )
     de.add_argument(
         "--pod-limit",

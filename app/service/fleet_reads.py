@@ -1,4 +1,5 @@
-"""Reads over several clusters: the aggregate list, and one workload found by name in the fleet.
+"""Reads over several clusters: the aggregate list, one workload found by name in the fleet, and
+one workload's aggregated status across the fleet.
 
 Each cluster is read on its own (from its model, else directly while it answers), at the same
 time as the others and within a bound, so a cluster that is down or slow costs a warning, not
@@ -12,8 +13,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
+from ..cluster.kube import PODS
 from ..cluster.reader import Allow, LookupFailed, WorkloadReader
 from ..cluster.views import sort_rows
+from ..fleet.aggregate import MixedKinds, aggregate
 from ..fleet.member import Member
 from ..model.protocol import NotSynced
 from .errors import SAID_ERRORS, problem_of
@@ -167,14 +172,89 @@ async def find_in_fleet(
             "/clusters/{cluster}/workloads/...)",
             extra={"candidates": [c for _, c in found]},
         )
+    raise nowhere(members, refused, [m.name for m in down], namespace, name)
+
+
+def nowhere(
+    members: list[Member], refused: list[LookupFailed], unsearched: list[str], namespace: str, name: str
+) -> ProblemError:
+    """No cluster the caller may read holds the workload: 403 when they may look nowhere (the same
+    for what exists and what does not), else 404 naming the clusters that could not be searched."""
     if refused and len(refused) == len(members):  # nowhere to look: as a single cluster says it
-        raise ProblemError(
+        return ProblemError(
             403, "forbidden", "Forbidden", refused[0].message + (" (in every cluster)" if len(members) > 1 else "")
         )
-    note = ("; clusters " + ", ".join(sorted(m.name for m in down)) + " could not be searched") if down else ""
-    raise ProblemError(
+    note = ("; clusters " + ", ".join(sorted(unsearched)) + " could not be searched") if unsearched else ""
+    return ProblemError(
         404,
         "workload-not-found",
         "Workload not found",
         f'no workload named "{name}" in namespace {namespace} in any cluster{note}',
     )
+
+
+async def fleet_aggregate(
+    members: list[Member],
+    namespace: str,
+    name: str,
+    kind: str | None,
+    api_version: str | None,
+    allow_for: AllowFor,
+    reader_for: ReaderFor,
+) -> dict[str, Any]:
+    """GET /fleet/workloads/{namespace}/{name}: the workload's live answer in every cluster that
+    holds it where the caller may read it, aggregated (app/fleet/aggregate.py).  A cluster where
+    the caller may not read it is left out silently, as in every fleet read (403 only when that
+    is every cluster); one that cannot be searched is a warning; a name that is two kinds in one
+    cluster is that cluster's 409, and different kinds in different clusters a 409 too."""
+    refused: list[LookupFailed] = []
+    ambiguous: list[ProblemError] = []
+    down: dict[str, str] = {}  # cluster -> why it could not be searched
+
+    async def read(m: Member) -> dict[str, Any] | None:
+        allow = allow_for(m)
+        # ready counts need the pods; without `list pods` there, the part says ready: null
+        pods = await allow("list", PODS, namespace, None)
+        try:
+            body = await reader_for(m).describe(namespace, name, kind, api_version, with_pods=pods, allow=allow)
+        except LookupFailed as e:
+            if e.status == 409:
+                candidates = [{"cluster": m.name, **c} for c in e.candidates]
+                extra = {"candidates": candidates} if candidates else None
+                ambiguous.append(
+                    ProblemError(
+                        409, "ambiguous-workload", "Ambiguous workload", f"cluster {m.name}: {e.message}", extra=extra
+                    )
+                )
+            elif e.status == 403:
+                refused.append(e)
+            elif e.status != 404:
+                down[m.name] = e.message
+            return None
+        answer: dict[str, Any] = orjson.loads(body)
+        return answer
+
+    async def bounded(m: Member) -> dict[str, Any] | None:
+        try:
+            return await asyncio.wait_for(read(m), READ_BOUND)
+        except UNSEARCHED as e:
+            why = f"did not answer within {READ_BOUND:g} s" if isinstance(e, TimeoutError) else problem_of(e).detail
+            down[m.name] = why
+            return None
+
+    got = await asyncio.gather(*(bounded(m) for m in members))
+    if ambiguous:
+        raise ambiguous[0]
+    found = [(m.name, a) for m, a in zip(members, got, strict=False) if a is not None]
+    if found:
+        try:
+            return aggregate(found, [f"cluster {n}: {why}; it is left out" for n, why in down.items()])
+        except MixedKinds as e:
+            raise ProblemError(
+                409,
+                "ambiguous-workload",
+                "Ambiguous workload",
+                f"{e}: name one with ?kind= (and apiVersion=)",
+                extra={"candidates": e.candidates},
+            ) from None
+    raise nowhere(members, refused, list(down), namespace, name)

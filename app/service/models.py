@@ -603,6 +603,32 @@ class ComponentPods(_M):
     pods: int | None = Field(description="desired pods; null when the component could not be computed")
 
 
+class AggregateStatus(_M):
+    phase: Phase = Field(
+        description="one phase over the clusters' phases, first rule that applies: any Failed; any Degraded; all "
+        "Completed; all Suspended, Suspending or Completed (Suspending if any is); any Resuming; any "
+        "Initializing; any Running; else Undefined"
+    )
+
+
+class AggregatePart(_M):
+    cluster: str
+    phase: Phase | None = Field(description="this cluster's primary phase (null: its status could not be read)")
+    live: PodCounts
+    totals: Totals | None = Field(description="this cluster's totals (null when a component could not be computed)")
+    uid: str | None = Field(description="the object's uid in this cluster")
+
+
+class FleetWorkload(_M):
+    """GET /fleet/workloads/{namespace}/{name}: one workload across the clusters that hold it."""
+
+    workload: WorkloadRef = Field(description="apiVersion, kind, namespace and name (uid: null; each part has its own)")
+    status: AggregateStatus
+    totals: Totals | None = Field(description="the parts' totals summed (null when any part's is null)")
+    clusters: list[AggregatePart] = Field(description="one part per cluster holding it, by cluster name")
+    warnings: list[str] = Field(description="clusters that could not be searched, left out")
+
+
 class ListMetadata(_M):
     """Paging, as Kubernetes lists page."""
 

@@ -195,6 +195,30 @@ def one_workload(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
     return check
 
 
+def fleet_workload(x: Ctx) -> None:
+    """GET /fleet/workloads/{ns}/{name}: each cluster read with the caller's rights, one where they
+    may not look left out; refused everywhere, the same 403 whether it exists or not."""
+    c = x.client()
+    path = "/fleet/workloads/{}/{}"
+    r = c.get(path.format(NS, "guarded"))
+    if x.user is None:
+        assert r.status_code == 401
+        return
+    if x.user == "bob":
+        _same_refusal(r, c.get(path.format(NS, "no-such-workload")))
+    else:
+        assert r.status_code == 200, r.text
+        parts = r.json()["clusters"]
+        assert [(p["cluster"], p["live"]) for p in parts] == [(HOME, {"ready": 4, "desired": 7})], parts
+    if x.user in ("bob", "dana"):
+        for params in ({}, {"kind": "JobSet"}, {"kind": "jobsets", "apiVersion": JOBSET["apiVersion"]}):
+            _same_refusal(c.get(path.format(OTHER, "hidden"), params=params),
+                          c.get(path.format(OTHER, "no-such-workload"), params=params))
+    else:
+        assert c.get(path.format(OTHER, "hidden")).json()["status"]["phase"] == "Running"
+        assert c.get(path.format(OTHER, "no-such-workload")).status_code == 404
+
+
 def workload_list(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
     """GET {prefix}/workloads: exactly the rows the caller may list."""
     def check(x: Ctx) -> None:
@@ -428,6 +452,7 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
         [act_on_workload(f"/clusters/{HOME}", "suspend")],
     ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/resume"):
         [act_on_workload(f"/clusters/{HOME}", "resume")],
+    ("GET", "/fleet/workloads/{namespace}/{name}"): [fleet_workload],
     ("GET", "/workloads"): [workload_list(""), workload_list("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads"):
         [workload_list(f"/clusters/{HOME}"), workload_list(f"/clusters/{HOME}", watch=True)],

@@ -25,7 +25,7 @@ schema = schemathesis.openapi.from_path(SPEC)
 schema.config.generation.update(max_examples=examples(40), deterministic=True, database="none")
 schema.config.phases.update(phases=["examples", "coverage", "fuzzing"])
 schema.config.update(suppress_health_check=[schemathesis.config.HealthCheck.all], request_timeout=30)
-cluster_ops = schema.include(path_regex=r"^/workloads")
+cluster_ops = schema.include(path_regex=r"^/(fleet/)?workloads")
 
 
 TRUE = {"1", "true", "on", "yes", "t", "y"}

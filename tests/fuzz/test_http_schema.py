@@ -34,6 +34,7 @@ from schemathesis.checks import (
 from app.service.models import (
     BatchResponse,
     DefinitionList,
+    FleetWorkload,
     Health,
     Interpretation,
     LiveInterpretation,
@@ -79,6 +80,7 @@ SUCCESS_MODELS: dict[str, type[BaseModel] | None] = {
     "GET /readyz": Health,
     "GET /metrics": None,
     "GET /workloads/{namespace}/{name}": LiveInterpretation,
+    "GET /fleet/workloads/{namespace}/{name}": FleetWorkload,
     "GET /workloads": WorkloadList,
 }
 

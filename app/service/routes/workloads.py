@@ -1,6 +1,6 @@
-"""GET /workloads, /workloads/{namespace}/{name} and /model: live workloads, read with the
-caller's rights (the /clusters/{cluster}/... twins in clusters.py answer through the same
-functions)."""
+"""GET /workloads, /workloads/{namespace}/{name}, /fleet/workloads/{namespace}/{name} and /model:
+live workloads, read with the caller's rights (the /clusters/{cluster}/... twins in clusters.py
+answer through the same functions)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ...cluster.reader import LookupFailed
 from .. import fleet_reads, no_capacity, streams
 from ..bodies import JSON, dumps
 from ..errors import lookup_problem
-from ..models import LiveInterpretation, ModelStatus, WorkloadList
+from ..models import FleetWorkload, LiveInterpretation, ModelStatus, WorkloadList
 from ..problems import ProblemError
 from ..service import Service
 from .common import PROBLEMS, STREAM_RESPONSE, ServiceDep
@@ -240,6 +240,40 @@ async def get_workload(
     cluster: str | None = None,
 ) -> Response:
     return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch)
+
+
+@router.get(
+    "/fleet/workloads/{namespace}/{name}",
+    operation_id="getFleetWorkload",
+    response_model=FleetWorkload,
+    responses=PROBLEMS,
+    summary="One workload across the fleet: one phase by precedence, totals summed, a part per cluster",
+)
+async def get_fleet_workload(
+    namespace: str,
+    name: str,
+    request: Request,
+    service: ServiceDep,
+    kind: str | None = None,
+    apiVersion: str | None = None,
+) -> Response:
+    """The same workload (namespace, name and kind; `kind` and `apiVersion` as on
+    GET /workloads/{namespace}/{name}) in every cluster where the caller may read it: a cluster
+    where they may not is left out silently, one that cannot be searched is named in `warnings`.
+    404 when no cluster the caller may read holds it; 409 when the name is several kinds (name
+    one with `kind`).  The phase rules: docs/api-contract.md, "Fleet aggregate"."""
+    service.need_cluster("live workloads")
+    state = request.scope["state"]
+    body = await fleet_reads.fleet_aggregate(
+        service.members(None),
+        namespace,
+        name,
+        kind,
+        apiVersion,
+        lambda m: service.auth.rights(state, m),
+        lambda m: service.reader(m, kind, apiVersion, namespace),
+    )
+    return dumps(body)
 
 
 @router.get(
