@@ -152,13 +152,14 @@ def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
     if spec.get("initContainers"):
         view["initContainers"] = brief(spec.get("initContainers"))
     for field in PLACEMENT_FIELDS:  # as written in the template; absent when unset or empty
-        if spec.get(field):
-            view[field] = spec[field]
+        if v := spec.get(field):
+            # a null list element reads as Go reads it: the zero value of its struct
+            view[field] = [{} if x is None else x for x in v] if isinstance(v, list) else v
     # Labels and annotations as written: a fractional-GPU or queue request (KAI's and Run:ai's
     # gpu-fraction, gpu-memory) lives there, and is reported rather than turned into GPUs.
     for field in ("labels", "annotations"):
-        if meta.get(field):
-            view[field] = meta[field]
+        if m := meta.get(field):
+            view[field] = {k: "" if x is None else x for k, x in m.items()}  # null: Go's ""
     return view
 
 

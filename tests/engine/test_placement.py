@@ -133,3 +133,23 @@ def test_fragmented_node_selector_or_tolerations_of_the_wrong_kind_fail_the_comp
     fail = run_error(doc, workload({"m": {"a": {"engine": {"name": "e"}, field: value}}}))
     [err] = fail.errors
     assert err["component"] == "m" and go_type in err["message"]
+
+
+def test_null_elements_read_as_go_reads_them():
+    """A null list element is its struct's zero value, a null label or annotation value "", as the
+    reference's decoder has it; the pod view stays within its schema."""
+    from app.engine.interpret import interpret
+    from app.karta.load import load_builtin
+    from app.karta.registry import Registry
+    from app.service.models import Interpretation
+
+    tpl = {"metadata": {"labels": {"team": None}, "annotations": {"gpu-fraction": None}},
+           "spec": {"resourceClaims": [None, {"name": "gpu", "resourceClaimTemplateName": "t"}],
+                    "tolerations": [None], "containers": [{"name": "c", "image": "i"}]}}
+    obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": tpl}}
+    out = interpret(obj, Registry.of(load_builtin()).resolve_object(obj))
+    Interpretation.model_validate(out)
+    pod = out["tree"]["instances"][0]["pod"]
+    assert pod["resourceClaims"] == [{}, {"name": "gpu", "resourceClaimTemplateName": "t"}]
+    assert pod["tolerations"] == [{}]
+    assert pod["labels"] == {"team": ""} and pod["annotations"] == {"gpu-fraction": ""}
