@@ -89,3 +89,28 @@ def test_a_pod_that_fits_nowhere_in_its_cluster_names_where_it_would(fleet_servi
         assert got["pods"] == 1 and got["severity"] == "error"
     finally:
         _delete_all(fleet.servers["a"], [path])
+
+
+def test_divide_by_capacity_weights_each_cluster_by_what_fits_now(fleet_service: Server, label: str) -> None:
+    """POST /divide with by: capacity: one 8-GPU pod fits twice on b, once on c, never on a, so
+    six replicas go 4 to b and 2 to c, and a gets no part."""
+    c = httpx.Client(base_url=fleet_service.url, timeout=30)
+    res = {"requests": {"cpu": "1", "memory": "1Gi", GPU: "8"}, "limits": {GPU: "8"}}
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve", "namespace": "default"},
+           "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "serve"}},
+                    "template": {"metadata": {"labels": {"app": "serve"}},
+                                 "spec": {"nodeSelector": {label: "gpu"}, "tolerations": [GPU_TOLERATION],
+                                          "containers": [{"name": "m", "image": "i", "resources": res}]}}}}
+
+    def answer() -> dict[str, Any] | None:
+        r = c.post("/divide", json={"object": dep, "by": "capacity"})
+        if r.status_code == 409:  # the models have not seen the nodes yet
+            return None
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        return doc if len(doc["parts"]) == 2 else None
+
+    doc, _ = eventually(answer, timeout=60, what="both clusters' nodes in their models")
+    assert [(p["cluster"], p["replicas"]) for p in doc["parts"]] == [("b", {"deployment": 4}), ("c", {"deployment": 2})]
+    assert [p["object"]["spec"]["replicas"] for p in doc["parts"]] == [4, 2]
+    assert [(p["totals"]["pods"], p["totals"]["gpus"]) for p in doc["parts"]] == [(4, 32), (2, 16)]
