@@ -22,10 +22,12 @@ from .kubeobjects import Kubectl, crd, reader_rbac
 from .util import fixture_object
 
 NS = "rolling"
-VC_API, JS_API = "batch.volcano.sh/v1alpha1", "jobset.x-k8s.io/v1alpha2"
+VC_API, JS_API, LWS_API = "batch.volcano.sh/v1alpha1", "jobset.x-k8s.io/v1alpha2", "leaderworkerset.x-k8s.io/v1"
 VCJOB = "definitions/batch.volcano.sh/Job/v1alpha1/testdata/running.yaml"  # tasks master x1 (min 1), worker x3 (min 2)
 JOBSET = "definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml"
+LWS = "definitions/leaderworkerset.x-k8s.io/LeaderWorkerSet/v1/testdata/available.yaml"  # workers: replicas x (size-1)
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+CRDS = ["jobs.batch.volcano.sh", "leaderworkersets.leaderworkerset.x-k8s.io"]  # installed here, removed after
 
 
 def client(server: Server, user: str | None) -> httpx.Client:
@@ -52,7 +54,10 @@ def world(kubectl: Kubectl, secured: Server) -> Iterator[dict[str, Any]]:
     out["db"] = kubectl.apply(_template("StatefulSet", "db", 1))
     out["agent"] = kubectl.apply(_template("DaemonSet", "agent", None))
     kubectl.apply(crd("batch.volcano.sh", "Job", "jobs", ["v1alpha1"]))
-    kubectl.wait_crds(["jobs.batch.volcano.sh"])
+    kubectl.apply(crd("leaderworkerset.x-k8s.io", "LeaderWorkerSet", "leaderworkersets", ["v1"]))
+    kubectl.wait_crds(CRDS)
+    lws, _ = fixture_object(LWS, NS, "lws")
+    out["lws"] = kubectl.apply(lws)
     vc, _ = fixture_object(VCJOB, NS, "vc")
     out["vc"] = kubectl.apply(vc)
     js, _ = fixture_object(JOBSET, NS, "js")
@@ -61,8 +66,10 @@ def world(kubectl: Kubectl, secured: Server) -> Iterator[dict[str, Any]]:
     for doc in reader_rbac("carol", NS, [("apps", "deployments"), ("", "events")]):
         kubectl.apply(doc)
     yield out
-    for api, kind, name in ((VC_API, "Job", "vc"), (JS_API, "JobSet", "js")):
+    for api, kind, name in ((VC_API, "Job", "vc"), (JS_API, "JobSet", "js"), (LWS_API, "LeaderWorkerSet", "lws")):
         kubectl.delete(api, kind, NS, name)  # the API server is the suite's: leave no stray objects
+    for name in CRDS:  # nor kinds: a second Job kind makes `job` ambiguous for later tests
+        kubectl.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, name)
 
 
 def stored(kubectl: Kubectl, api: str, kind: str, name: str) -> dict[str, Any]:
@@ -114,10 +121,15 @@ def test_scale_a_statefulset_and_a_volcano_task(secured: Server, kubectl: Kubect
 
 def test_scale_refusals(secured: Server, kubectl: Kubectl, world: dict[str, Any]) -> None:
     """Refused as /interpret/update refuses `replicas`, by name and before anything is written:
-    a count below the task's minAvailable, a computed replicas path (a DaemonSet's is the
-    controller's status), a component the definition does not have, a malformed body."""
+    a count below the task's minAvailable, a computed replicas path (LeaderWorkerSet workers,
+    replicas x (size - 1)), one read from the controller's status (a DaemonSet's), a component
+    the definition does not have, a malformed body."""
     before = stored(kubectl, VC_API, "Job", "vc")["metadata"]["resourceVersion"]
+    lws_before = stored(kubectl, LWS_API, "LeaderWorkerSet", "lws")["metadata"]["resourceVersion"]
     with client(secured, "admin") as c:
+        r = c.post(f"/workloads/{NS}/lws/scale", json={"replicas": {"worker": 9}})
+        body = _problem(r, 422, "update-refused")
+        assert body["detail"].startswith("component worker: its replicas are computed, not written anywhere"), body
         r = c.post(f"/workloads/{NS}/vc/scale", params={"kind": "Job", "apiVersion": VC_API},
                    json={"replicas": {"task/worker": 1}})
         body = _problem(r, 422, "update-refused")
@@ -132,6 +144,7 @@ def test_scale_refusals(secured: Server, kubectl: Kubectl, world: dict[str, Any]
         for bad in ({}, {"replicas": {}}, {"replicas": {"deployment": -1}}, {"replicas": {"deployment": 1}, "x": 1}):
             assert c.post(f"/workloads/{NS}/web/scale", json=bad).status_code == 422, bad
     assert stored(kubectl, VC_API, "Job", "vc")["metadata"]["resourceVersion"] == before
+    assert stored(kubectl, LWS_API, "LeaderWorkerSet", "lws")["metadata"]["resourceVersion"] == lws_before
 
 
 def test_restart_a_deployment(secured: Server, kubectl: Kubectl, world: dict[str, Any]) -> None:
@@ -147,6 +160,12 @@ def test_restart_a_deployment(secured: Server, kubectl: Kubectl, world: dict[str
         assert abs(datetime.now(UTC) - at) < timedelta(minutes=2), stamp
         assert RESTARTED_AT not in (obj["metadata"].get("annotations") or {})
         assert obj["spec"]["template"]["metadata"]["labels"] == {"app": "web"}  # merged, not replaced
+        r = c.post(f"/workloads/{NS}/lws/restart")  # leader and worker templates alike
+        assert r.status_code == 200, r.text
+        lwt = stored(kubectl, LWS_API, "LeaderWorkerSet", "lws")["spec"]["leaderWorkerTemplate"]
+        for t in ("leaderTemplate", "workerTemplate"):
+            if t in lwt:
+                assert lwt[t]["metadata"]["annotations"][RESTARTED_AT], (t, lwt[t])
         r = c.post(f"/clusters/local/workloads/{NS}/db/restart")
         assert r.status_code == 200, r.text
         assert RESTARTED_AT in stored(kubectl, "apps/v1", "StatefulSet", "db")["spec"]["template"]["metadata"][
