@@ -16,17 +16,20 @@ from app.karta.load import load_builtin  # noqa: E402
 PAGE = ROOT / "docs" / "catalog.md"
 BEGIN, END = "<!-- catalog:begin -->", "<!-- catalog:end -->"
 HELPERS = "workload-map.dev/helper-pods"  # docs/definitions.md, "Helper pods"
+RESTART = "workload-map.dev/restart"  # docs/definitions.md, "Restart"
 
 
 def table() -> str:
-    rows = ["| Kind | Group/Version | Definition | Components | Helper pods counted | States it tells apart | Notes |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| Kind | Group/Version | Definition | Components | Helper pods counted | Restart | States it tells apart "
+            "| Notes |",
+            "|---|---|---|---|---|---|---|---|"]
     for d in sorted(load_builtin(), key=lambda d: (d.gvk[0] or "~core", d.gvk[2], d.gvk[1])):
         g, v, k = d.gvk
         ann = (d.raw.get("metadata") or {}).get("annotations") or {}
         comps = ", ".join(c.name or "" for c in d.karta.components)
         helpers = ann.get(HELPERS) or "none"
-        rows.append(f"| {k} | {g + '/' if g else ''}{v} | `{d.name}` | {comps} | {helpers} | "
+        restart = ann.get(RESTART) or "no"
+        rows.append(f"| {k} | {g + '/' if g else ''}{v} | `{d.name}` | {comps} | {helpers} | {restart} | "
                     f"{ann.get('workload-map.dev/states', '')} | {ann.get('workload-map.dev/notes', '')} |")
     return "\n".join(rows)
 

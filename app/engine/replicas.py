@@ -198,6 +198,8 @@ def write(original: dict[str, Any], start: Rewrite, slots: Mapping[str, Slot], c
         s = slots[comp]
         ids = s.instances if s.instances is not None else [None] * len(s.locations)
         for loc, inst in zip(s.locations, ids, strict=True):
+            if s.instances is not None and inst not in per:
+                continue  # an instance not asked (`c/<other id>`): its count stays
             n = per[inst] if s.instances is not None else next(iter(per.values()))
             old = _get(out, loc)
             changed = not (isinstance(old, int) and not isinstance(old, bool) and old == n)

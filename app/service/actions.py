@@ -1,4 +1,5 @@
-"""Acting on workloads (with --actions true): suspend, resume, and applying an update's patch.
+"""Acting on workloads (with --actions true): suspend, resume, scale, restart (their new objects:
+`suspending` here, updates.scaling / updates.restarting), and applying an update's patch.
 
 Every write follows the same steps:
 
@@ -6,7 +7,7 @@ Every write follows the same steps:
    object is read (auth.require_patch), so a refusal is the same whether or not it exists;
 2. the object is read from the API server (never the live model, which keeps only what
    definitions read) with the caller's `get` right;
-3. the new object is computed (engine/suspend.py, engine/update.py) and the difference sent as
+3. the new object is computed (engine/suspend.py, engine/replicas.py, engine/restart.py) and the difference sent as
    ONE JSON patch led by a test of the resourceVersion read (cluster/writes.py): a concurrent
    change is a 409 and nothing is written.
 
@@ -16,6 +17,7 @@ The audit line of the request lists the `patch` check with the caller's name.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,6 +29,7 @@ from ..cluster.writes import WriteFailed, guard, guarded_patch
 from ..engine.suspend import ActionError, NoSuspendDefinition, apply_actions
 from ..engine.update import make_patch
 from ..fleet.member import Member
+from ..karta.load import Definition
 from . import fleet_reads
 from .auth import may_not_patch
 from .problems import ProblemError
@@ -124,7 +127,10 @@ def _may_not_patch(kinds: list[Resource], namespace: str, kind: str | None) -> P
     )
 
 
-async def suspend_or_resume(
+Compute = Callable[[Definition, dict[str, Any]], Awaitable[dict[str, Any]]]  # the object after the action
+
+
+async def act(
     service: Service,
     state: dict[str, Any],
     which: str,
@@ -134,9 +140,10 @@ async def suspend_or_resume(
     kind: str | None,
     api_version: str | None,
     pods: bool,
+    compute: Compute,
 ) -> bytes:
-    """POST .../workloads/{ns}/{name}/suspend|resume: the definition's actions, as one guarded
-    patch; the live interpretation read after it."""
+    """POST .../workloads/{ns}/{name}/<which>: the object `compute` makes of the one stored, as one
+    guarded patch; the live interpretation read after it."""
     need_actions(service)
     service.need_cluster("live workloads")
     member = await _member(service, state, cluster, namespace, name, kind, api_version)
@@ -156,23 +163,12 @@ async def suspend_or_resume(
     except LookupFailed as e:
         raise service.explained(e, namespace, name, kind) from None
     obj = await reader.body(found)
-    try:
-        new = apply_actions(d, obj, which)
-    except NoSuspendDefinition as e:
-        raise ProblemError(422, "no-suspend-definition", "No suspendDefinition", str(e)) from None
-    except ActionError as e:
-        raise ProblemError(
-            422,
-            "invalid-suspend-action",
-            "Invalid suspend action",
-            f"the definition {d.name}: {e}",
-            [{"path": e.field, "message": e.message}],
-        ) from None
+    state["definition"] = d.name
+    new = await compute(d, obj)
     res, ns = found.resource, found.namespace or None
     ops = make_patch(obj, new)
-    if ops:  # already suspended (resumed): nothing to write
+    if ops:  # already suspended (resumed, at that scale): nothing to write
         await patch_object(member, res, ns, name, obj, ops)
-    state["definition"] = d.name
     try:
         body = await reader.describe(namespace, name, res.kind, res.api_version, with_pods=pods, allow=allow)
     except LookupFailed as e:
@@ -180,6 +176,26 @@ async def suspend_or_resume(
     out = orjson.loads(body)
     out["action"] = {"name": which, "changed": bool(ops)}
     return orjson.dumps(out)
+
+
+def suspending(which: str) -> Compute:
+    """The definition's suspendDefinition actions (suspend | resume)."""
+
+    async def compute(d: Definition, obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return apply_actions(d, obj, which)
+        except NoSuspendDefinition as e:
+            raise ProblemError(422, "no-suspend-definition", "No suspendDefinition", str(e)) from None
+        except ActionError as e:
+            raise ProblemError(
+                422,
+                "invalid-suspend-action",
+                "Invalid suspend action",
+                f"the definition {d.name}: {e}",
+                [{"path": e.field, "message": e.message}],
+            ) from None
+
+    return compute
 
 
 async def authorize_apply(service: Service, state: dict[str, Any], ref: dict[str, Any]) -> tuple[Member, Resource]:

@@ -424,6 +424,16 @@ class UpdateRequest(BaseModel):
     )
 
 
+class ScaleRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    replicas: dict[str, Count] = Field(
+        min_length=1,
+        max_length=1000,
+        description='counts written through each component\'s replicasPath: `{"<component>": n}` for every '
+        'instance of it, `{"<component>/<instance id>": n}` for one (as POST /interpret/update takes them)',
+    )
+
+
 class PatchOperation(_M):
     op: str = Field(
         description="test (the resourceVersion the patch was made from) | add | replace | remove (RFC 6902)"
@@ -583,12 +593,12 @@ class LiveInterpretation(Interpretation):
 
 
 class ActionDone(_M):
-    name: str = Field(description="suspend | resume")
+    name: str = Field(description="suspend | resume | scale | restart")
     changed: bool = Field(description="false: the object already was that way, nothing was written")
 
 
 class ActedInterpretation(LiveInterpretation):
-    action: ActionDone = Field(description="what POST .../suspend or .../resume did")
+    action: ActionDone = Field(description="what POST .../suspend, .../resume, .../scale or .../restart did")
 
 
 class PodCounts(_M):

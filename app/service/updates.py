@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..engine.replicas import revise
+from ..engine.replicas import Revised, revise
+from ..engine.restart import NotRestartable, restart_set
 from ..engine.update import UpdateError
+from ..karta.load import Definition
 from . import actions
 from .models import UpdateRequest
 from .problems import ProblemError, envelope
@@ -43,6 +45,50 @@ def not_read_back(moved: list[str]) -> ProblemError:
         "one that other components' counts are computed from)",
         [{"path": p, "message": "differs after the rewrite"} for p in moved],
     )
+
+
+async def revision(
+    service: Service,
+    d: Definition,
+    obj: dict[str, Any],
+    set_: dict[str, Any] | None,
+    components: list[str] | None,
+    replicas: dict[str, int] | None,
+) -> tuple[dict[str, Any], Revised]:
+    """The interpretation of `obj` and its revision (engine/replicas.revise) that reads back; 422
+    when refused or when it would not read back."""
+    before = await service.evaluate(d, obj, None)
+    try:
+        done = await revise(d, obj, before, set_, components, replicas, lambda o: service.evaluate(d, o, None))
+    except UpdateError as e:
+        raise _refused(e) from None
+    if done.moved:
+        raise not_read_back(done.moved)
+    return before, done
+
+
+def scaling(service: Service, replicas: dict[str, int]) -> actions.Compute:
+    """POST .../scale: the counts written through each component's replicasPath, refused as
+    `POST /interpret/update`'s `replicas` are."""
+
+    async def compute(d: Definition, obj: dict[str, Any]) -> dict[str, Any]:
+        return (await revision(service, d, obj, None, None, replicas))[1].rewrite.object
+
+    return compute
+
+
+def restarting(service: Service) -> actions.Compute:
+    """POST .../restart: `kubectl.kubernetes.io/restartedAt` written into every pod template, for
+    the kinds whose controller rolls pods on a template change (engine/restart.py)."""
+
+    async def compute(d: Definition, obj: dict[str, Any]) -> dict[str, Any]:
+        try:
+            set_ = restart_set(d)
+        except NotRestartable as e:
+            raise ProblemError(422, "restart-not-supported", "Restart not supported", str(e)) from None
+        return (await revision(service, d, obj, set_, None, None))[1].rewrite.object
+
+    return compute
 
 
 async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], apply: bool = False) -> dict[str, Any]:
@@ -78,13 +124,7 @@ async def update_doc(service: Service, doc: Any, request_state: dict[str, Any], 
         member=target[0] if target else None,
     )
     cluster = read.cluster
-    before = await service.evaluate(d, obj, None)
-    try:
-        done = await revise(d, obj, before, set_, env.components, env.replicas, lambda o: service.evaluate(d, o, None))
-    except UpdateError as e:
-        raise _refused(e) from None
-    if done.moved:
-        raise not_read_back(done.moved)
+    before, done = await revision(service, d, obj, set_, env.components, env.replicas)
     rw = done.rewrite
     out = {
         "object": rw.object,

@@ -29,6 +29,7 @@ PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("kubeflow.org", "PyTorchJob"): ("pytorchjobs", True), ("acme.example.com", "BatchTask"): ("batchtasks", True),
     ("serving.kserve.io", "InferenceService"): ("inferenceservices", True),
     ("ray.io", "RayCluster"): ("rayclusters", True), ("act.example.com", "Gadget"): ("gadgets", True),
+    ("batch.volcano.sh", "Job"): ("jobs", True), ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): ("leaderworkersets", True),
     ("owners.example.com", "Pipeline"): ("pipelines", True), ("owners.example.com", "Stage"): ("stages", True),
 }
 
@@ -134,8 +135,9 @@ def service_rbac(user: str, namespace: str) -> list[dict[str, Any]]:
     return [
         {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "wlmap-service"},
          "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
-                   # what the chart grants with config.actions: true, for the kinds tests suspend
-                   {"apiGroups": ["jobset.x-k8s.io", "ray.io", "acme.example.com", "act.example.com"],
+                   # what the chart grants with config.actions: true, for the kinds tests act on
+                   {"apiGroups": ["jobset.x-k8s.io", "ray.io", "acme.example.com", "act.example.com", "apps",
+                                  "leaderworkerset.x-k8s.io", "batch.volcano.sh"],
                     "resources": ["*"], "verbs": ["patch"]},
                    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
                    {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]},

@@ -42,6 +42,7 @@ NS, OTHER = "authz", "authz-other"
 USERS = (None, "bob", "dana", "admin")
 HOME = "local"  # the home cluster's name: the suite kubeconfig's context
 JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}
+SCALE = {"replicas": {"no-such-component": 1}}  # refused once past the rights: the matrix writes nothing
 
 
 @dataclass
@@ -299,26 +300,34 @@ def batch_refs(x: Ctx) -> None:
     assert got[1][0] == 403 and got[1] == got[2], got  # existence never shows through a refusal
 
 
-def act_on_workload(prefix: str, which: str) -> Callable[[Ctx], None]:
-    """POST {prefix}/workloads/{ns}/{name}/suspend|resume: `patch` on the object, asked before it
-    is read (dana may get the JobSet, not change it); admin's suspend is undone at once."""
+def act_on_workload(prefix: str, which: str, body: dict[str, Any] | None = None,
+                    refused: str | None = None) -> Callable[[Ctx], None]:
+    """POST {prefix}/workloads/{ns}/{name}/suspend|resume|scale|restart: `patch` on the object,
+    asked before it is read (dana may get the JobSet, not change it); admin's suspend is undone at
+    once.  `refused`: the 422 admin gets once past the rights (a JobSet does not restart; `body`
+    scales a component it does not have), so nothing is written."""
     def check(x: Ctx) -> None:
         c = x.client()
         path = f"{prefix}/workloads/{{}}/{{}}/{which}"
-        r = c.post(path.format(NS, "guarded"))
+        r = c.post(path.format(NS, "guarded"), json=body)
         if x.user is None:
             assert r.status_code == 401
             return
         if x.user == "admin":
-            assert r.status_code == 200 and r.json()["workload"]["name"] == "guarded", r.text
+            if refused:
+                assert r.status_code == 422 and r.json()["type"].endswith(refused), r.text
+            else:
+                assert r.status_code == 200 and r.json()["workload"]["name"] == "guarded", r.text
             if which == "suspend":
                 assert c.post(f"{prefix}/workloads/{NS}/guarded/resume").status_code == 200
-            assert c.post(path.format(OTHER, "no-such-workload"), params={"kind": "JobSet"}).status_code == 404
+            missing = c.post(path.format(OTHER, "no-such-workload"), params={"kind": "JobSet"}, json=body)
+            assert missing.status_code == 404, missing.text
             return
         for ns in (NS, OTHER):
             for params in ({}, {"kind": "JobSet"}, {"kind": "jobsets", "apiVersion": JOBSET["apiVersion"]}):
                 name = "guarded" if ns == NS else "hidden"
-                a, b = c.post(path.format(ns, name), params=params), c.post(path.format(ns, "no-such"), params=params)
+                a = c.post(path.format(ns, name), params=params, json=body)
+                b = c.post(path.format(ns, "no-such"), params=params, json=body)
                 _same_refusal(a, b)
                 assert "not allowed to patch" in a.json()["detail"], a.text
 
@@ -452,6 +461,12 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
         [act_on_workload(f"/clusters/{HOME}", "suspend")],
     ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/resume"):
         [act_on_workload(f"/clusters/{HOME}", "resume")],
+    ("POST", "/workloads/{namespace}/{name}/scale"): [act_on_workload("", "scale", SCALE, "update-refused")],
+    ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/scale"):
+        [act_on_workload(f"/clusters/{HOME}", "scale", SCALE, "update-refused")],
+    ("POST", "/workloads/{namespace}/{name}/restart"): [act_on_workload("", "restart", None, "restart-not-supported")],
+    ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/restart"):
+        [act_on_workload(f"/clusters/{HOME}", "restart", None, "restart-not-supported")],
     ("GET", "/fleet/workloads/{namespace}/{name}"): [fleet_workload],
     ("GET", "/workloads"): [workload_list(""), workload_list("", watch=True)],
     ("GET", "/clusters/{cluster}/workloads"):

@@ -120,6 +120,15 @@ def test_a_defaulted_count_is_written_where_it_is_read_first():
     assert done.after["totals"]["pods"] == 5
 
 
+def test_one_instance_of_several_locations_leaves_the_others():
+    """`task/worker` alone: the worker's location is written, the master's stays as it was."""
+    vc = _load("batch.volcano.sh/Job/v1alpha1/testdata/running.yaml")
+    done = _revise(vc, {"task/worker": 6})
+    assert done.moved == []
+    assert {t["name"]: t["replicas"] for t in done.rewrite.object["spec"]["tasks"]} == {"master": 1, "worker": 6}
+    assert [w["instance"] for w in done.rewrite.writes] == ["worker"]
+
+
 def test_set_and_replicas_together():
     dep = _load("apps/Deployment/v1/testdata/running.yaml")
     done = _revise(dep, {"deployment": 2}, {"schedulerName": "kai-scheduler"})
