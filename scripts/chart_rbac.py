@@ -66,6 +66,14 @@ FEATURE_RULES: list[tuple[str, str, str, str, str]] = [
     ("", "nodes", "get, list, watch", "cluster",
      "the live model's capacity inventory: nodes' allocatable, labels, taints, cordon, readiness (`config.cache`; "
      "without it, `list` only: capacity from one list)"),
+    *(
+        (group, resource, "get", "cluster",
+         "one metadata-only get per dependency a live answer names (`dependencies[].exists`); ConfigMaps, "
+         "Secrets and ServiceAccounts only through `rbac.extraRules`")
+        for group, resource in (("", "persistentvolumeclaims"), ("scheduling.k8s.io", "priorityclasses"),
+                                ("resource.k8s.io", "resourceclaims"),
+                                ("resource.k8s.io", "resourceclaimtemplates"))
+    ),
     ("run.ai", "kartas", "patch", "cluster",
      "the run.ai/karta-group, -version and -kind labels of Karta resources (`kartas.manage`)"),
     ("run.ai", "kartas/status", "patch", "cluster", "the conditions of Karta resources (`kartas.manage`)"),

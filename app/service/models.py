@@ -262,6 +262,11 @@ class Dependency(_M):
     optional: bool = Field(
         description="true only when every reference to it is marked optional: the pods start without it"
     )
+    exists: bool | None = Field(
+        None,
+        description="live answers only: whether it is in the workload's cluster; null when the caller "
+        "(or the service) may not read it there or the cluster cannot say",
+    )
 
 
 class Live(_M):

@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
 from ..engine.interpret import InterpretationError, phase_of
 from ..engine.options import EngineOptions
@@ -42,6 +44,7 @@ from .auth import Authorizer
 from .bodies import decode
 from .cluster import Cluster
 from .consumer_formats import consumer_format
+from .dependency_checks import DependencyChecks
 from .errors import lookup_problem
 from .inline import InlineDefinitions
 from .metrics import Metrics
@@ -68,6 +71,7 @@ class Read:
     labels: Any = None
     freshness: dict[str, Any] | None = None
     cluster: str | None = None
+    member: Member | None = None  # the cluster a `ref` was read from
 
 
 def _is_manifest(doc: Any) -> bool:
@@ -121,6 +125,7 @@ class Service:
             ),
         )
         self.inline = InlineDefinitions()  # bounded by bytes; invalid ones kept only as their findings
+        self.dependency_checks = DependencyChecks()  # `exists` of live answers' dependencies, bounded
         self.ready = False
         self.stop = asyncio.Event()
         self.workload_metrics: WorkloadMetrics | None = None
@@ -256,6 +261,8 @@ class Service:
             return consumer_format(fmt, result)
         if read.freshness is not None:
             result["freshness"] = read.freshness
+        if read.member is not None and result.get("dependencies"):
+            await self.check_dependencies(read.member, obj, result["dependencies"], request_state)
         if read.cluster is not None:
             result = {"cluster": read.cluster, **result}
         return result
@@ -270,7 +277,8 @@ class Service:
         if env.ref is not None:
             if env.object is not None:
                 raise ProblemError(422, "invalid-request", "Invalid request", 'give either "object" or "ref", not both')
-            obj, read.freshness, read.cluster = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
+            obj, read.freshness, read.member = await self.fetch_ref(env.ref.model_dump(), request_state, whole, member)
+            read.cluster = read.member.name if self.fleet_mode else None
         if obj is None:
             raise ProblemError(422, "invalid-request", "Invalid request", 'give either "object" or "ref"')
         meta = obj.get("metadata")
@@ -430,8 +438,8 @@ class Service:
 
     async def fetch_ref(
         self, ref: dict[str, Any], request_state: dict[str, Any], whole: bool = False, member: Member | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any], str | None]:
-        """The object a `ref` names, how fresh the read is, and (in a fleet) its cluster."""
+    ) -> tuple[dict[str, Any], dict[str, Any], Member]:
+        """The object a `ref` names, how fresh the read is, and the cluster it was read from."""
         namespace = ref.get("namespace")
         member = member or await self.ref_member(ref, request_state, whole)
         allow = self.auth.rights(request_state, member)
@@ -441,7 +449,23 @@ class Service:
             )
         except LookupFailed as e:
             raise self.explained(e, namespace or "", ref["name"], ref["kind"]) from None
-        return obj, freshness, member.name if self.fleet_mode else None
+        return obj, freshness, member
+
+    async def check_dependencies(
+        self, member: Member, obj: dict[str, Any], deps: list[dict[str, Any]], state: dict[str, Any]
+    ) -> None:
+        """A live answer's dependencies gain `exists`, each checked with the caller's rights."""
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        await self.dependency_checks.annotate(member, namespace, deps, self.auth.rights(state, member))
+
+    async def with_dependency_checks(self, member: Member, body: bytes, state: dict[str, Any]) -> bytes:
+        """A live answer (JSON) with `exists` on its dependencies; a workload without any costs a
+        byte search."""
+        if b'"dependencies":[]' in body or b'"dependencies"' not in body:
+            return body
+        doc = orjson.loads(body)
+        await self.check_dependencies(member, {"metadata": doc.get("workload") or {}}, doc["dependencies"], state)
+        return orjson.dumps(doc)
 
     def explained(self, e: LookupFailed, namespace: str, name: str, kind: str | None) -> ProblemError:
         """A lookup that found nothing, where an invalid definition is why: say so, and where."""

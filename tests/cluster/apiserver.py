@@ -36,6 +36,7 @@ TOKENS = {
     "bob": ("test-bob-token", "bob", ""),
     "carol": ("test-carol-token", "carol", ""),
     "dana": ("test-dana-token", "dana", ""),  # the authorization matrix's one-namespace reader
+    "erin": ("test-erin-token", "erin", ""),  # reads workloads and ConfigMaps in one namespace (dependencies)
 }
 
 

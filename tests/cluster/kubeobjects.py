@@ -14,7 +14,8 @@ from .apiserver import ApiServer
 PLURALS: dict[tuple[str, str], tuple[str, bool]] = {
     ("", "Namespace"): ("namespaces", False), ("", "ConfigMap"): ("configmaps", True),
     ("", "Pod"): ("pods", True), ("", "Event"): ("events", True), ("", "Secret"): ("secrets", True),
-    ("", "ServiceAccount"): ("serviceaccounts", True),
+    ("", "ServiceAccount"): ("serviceaccounts", True), ("", "PersistentVolumeClaim"): ("persistentvolumeclaims", True),
+    ("scheduling.k8s.io", "PriorityClass"): ("priorityclasses", False),
     ("apps", "Deployment"): ("deployments", True), ("apps", "ReplicaSet"): ("replicasets", True),
     ("batch", "Job"): ("jobs", True),
     ("apps", "StatefulSet"): ("statefulsets", True), ("apps", "DaemonSet"): ("daemonsets", True),

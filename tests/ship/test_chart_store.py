@@ -114,6 +114,19 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
      '  - apiGroups: [""]\n'
      '    resources: ["nodes"]\n'
      '    verbs: ["list"]\n'),
+    ("workload-map/templates/clusterrole.yaml",  # issue 32: dependencies' `exists`, Secrets left out
+     "  # What workloads' pods refer to, for a live answer's `dependencies[].exists`: one metadata-only\n"
+     "  # get each.  ConfigMaps, Secrets and ServiceAccounts are left out (their `get` reads contents\n"
+     "  # cluster-wide): grant it in rbac.extraRules to have theirs checked; else they read null.\n"
+     '  - apiGroups: [""]\n'
+     '    resources: ["persistentvolumeclaims"]\n'
+     '    verbs: ["get"]\n'
+     '  - apiGroups: ["scheduling.k8s.io"]\n'
+     '    resources: ["priorityclasses"]\n'
+     '    verbs: ["get"]\n'
+     '  - apiGroups: ["resource.k8s.io"]\n'
+     '    resources: ["resourceclaims", "resourceclaimtemplates"]\n'
+     '    verbs: ["get"]\n'),
     # issue 31: the catalog's DaemonSet and (bare) ReplicaSet definitions, root kinds: read, and
     # patched with config.actions
     ("workload-map/templates/clusterrole.yaml", "    - daemonsets\n"),  # the read rules

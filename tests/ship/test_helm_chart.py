@@ -173,6 +173,9 @@ KARTAS = {("run.ai", "kartas", v) for v in ("get", "list", "watch")}
 CRDS = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("get", "list", "watch")}
 EVENTS = {("", "events", v) for v in ("get", "list", "watch")}  # the diagnosis reads Warning Events
 NODES = {("", "nodes", v) for v in ("get", "list", "watch")}  # the model's capacity inventory
+DEPENDENCIES = {(g, r, "get") for g, r in (("", "persistentvolumeclaims"), ("scheduling.k8s.io", "priorityclasses"),
+                                          ("resource.k8s.io", "resourceclaims"),
+                                          ("resource.k8s.io", "resourceclaimtemplates"))}  # dependencies' `exists`
 
 
 # -- lint, schema, render (no cluster) -------------------------------------------------------
@@ -276,7 +279,7 @@ def test_default_rbac_is_the_catalog_and_nothing_more() -> None:
     objs = objects(render())
     role = named(objs, "ClusterRole", FULLNAME)
     rules = role["rules"]
-    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | NODES | REVIEWS | EVENTS
+    assert rule_set(rules) == catalog_rule_set() | KARTAS | CRDS | NODES | REVIEWS | EVENTS | DEPENDENCIES
     for rule in rules:
         assert "*" not in rule.get("apiGroups", []) + rule["resources"] + rule["verbs"]
         assert "secrets" not in rule["resources"] and not rule.get("nonResourceURLs")
@@ -415,7 +418,7 @@ def test_full_values_render() -> None:
     rules = named(objs, "ClusterRole", "wlmap-full-workload-map")["rules"]
     patch = {(g, _chart_rbac().plural(k), "patch") for g, k in root_kinds()}
     listed = {("", "nodes", "list")}
-    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS | patch | listed
+    assert rule_set(rules) == catalog_rule_set() | rule_set([BATCHTASK_RULE]) | EVENTS | DEPENDENCIES | patch | listed
     assert all("*" not in r["resources"] and "secrets" not in r["resources"] for r in rules)
 
 
@@ -594,7 +597,7 @@ def test_crd_watch_rule_follows_the_cache() -> None:
     off = rule_set(named(objects(render({"config": {"cache": False}})), "ClusterRole", FULLNAME)["rules"])
     # without the model: no watch, but capacity lists nodes
     assert not (CRDS | NODES) & off - {("", "nodes", "list")}
-    assert off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS | {("", "nodes", "list")}
+    assert off == catalog_rule_set() | KARTAS | REVIEWS | EVENTS | DEPENDENCIES | {("", "nodes", "list")}
 
 
 def test_patch_rules_follow_actions() -> None:

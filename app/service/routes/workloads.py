@@ -152,6 +152,7 @@ async def one_workload(
     if fmt is not None:
         return dumps(await formatted_workload(service, member, namespace, name, kind, apiVersion, state, fmt))
     body = await service.describe(member, namespace, name, kind, apiVersion, pods, state)
+    body = await service.with_dependency_checks(member, body, state)
     if pods:  # pods that wait and fit nowhere now: the NoCapacity entry
         body = await no_capacity.with_verdict(service, member, body, state)
     return Response(body, media_type=JSON)
