@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import kai, karmada, kueue
-from .common import FormatError
+from .common import FormatError, IncompleteInterpretation
 
 FORMATS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "kueue": kueue.pod_sets,
@@ -17,10 +17,14 @@ FORMATS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "kai": kai.pod_groups,
 }
 
-__all__ = ["FORMATS", "FormatError", "render"]
+__all__ = ["FORMATS", "FormatError", "IncompleteInterpretation", "render"]
 
 
 def render(fmt: str, interpretation: dict[str, Any]) -> dict[str, Any]:
     """The interpretation in `fmt`'s shape (a key of FORMATS); raises FormatError when the
-    consumer cannot take this workload."""
+    consumer cannot take this workload, IncompleteInterpretation when parts of it failed."""
+    if interpretation.get("errors"):
+        raise IncompleteInterpretation(
+            f"the {fmt} format needs the whole interpretation; parts failed", interpretation["errors"]
+        )
     return FORMATS[fmt](interpretation)

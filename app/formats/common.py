@@ -11,7 +11,22 @@ _NOT_LABEL = re.compile(r"[^a-z0-9-]+")
 
 
 class FormatError(Exception):
-    """The consumer cannot take this workload as it is (e.g. more PodSets than Kueue admits)."""
+    """The consumer cannot take this workload as it is (e.g. more PodSets than Kueue admits).
+    `slug` and `title` name the problem for the service's 422 and the CLI's error line."""
+
+    slug = "format-not-representable"
+    title = "Not representable as {fmt}"
+
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.errors = errors
+
+
+class IncompleteInterpretation(FormatError):
+    """Parts of the interpretation failed; every shape needs them all."""
+
+    slug = "interpretation-incomplete"
+    title = "Interpretation incomplete"
 
 
 @dataclass(frozen=True)

@@ -32,15 +32,7 @@ def format_param(value: str | None) -> str | None:
 def consumer_format(fmt: str, interpretation: dict[str, Any]) -> dict[str, Any]:
     """The interpretation (made with the engine's `templates=True`) in `fmt`'s shape; 422 when
     the consumer cannot take the workload, or a part its shape needs did not interpret."""
-    if interpretation.get("errors"):
-        raise ProblemError(
-            422,
-            "interpretation-incomplete",
-            "Interpretation incomplete",
-            f"the {fmt} format needs the whole interpretation; parts failed",
-            interpretation["errors"],
-        )
     try:
         return render(fmt, interpretation)
     except FormatError as e:
-        raise ProblemError(422, "format-not-representable", f"Not representable as {fmt}", str(e)) from None
+        raise ProblemError(422, e.slug, e.title.format(fmt=fmt), str(e), e.errors) from None

@@ -31,3 +31,19 @@ def test_unknown_format_names_the_allowed_values(client):
         r = client.post(path, json=body)
         assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
         assert "kueue, karmada, kai" in r.json()["detail"]
+
+
+PARTIAL = Path(__file__).resolve().parents[2] / "tests/data/partial/grove"
+
+
+def test_partial_and_unrepresentable_are_422(client):
+    body = {"object": yaml.safe_load((PARTIAL / "testdata/cliques-only.yaml").read_text()),
+            "definition": yaml.safe_load((PARTIAL / "definition.yaml").read_text())}
+    r = client.post("/interpret?format=karmada", json=body)
+    assert r.status_code == 422 and r.json()["type"].endswith(":interpretation-incomplete")
+    assert r.json()["errors"][0]["component"] == "scaling-group"
+    jobset = yaml.safe_load((FIXTURE.parents[4] / "jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml").read_text())
+    jobset["spec"]["replicatedJobs"] = [dict(jobset["spec"]["replicatedJobs"][0], name=f"j{i}") for i in range(9)]
+    r = client.post("/interpret?format=kueue", json=jobset)
+    assert r.status_code == 422 and r.json()["type"].endswith(":format-not-representable")
+    assert r.json()["title"] == "Not representable as kueue" and "at most 8" in r.json()["detail"]
