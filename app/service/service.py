@@ -251,7 +251,8 @@ class Service:
         dumped nor validated again); `fmt` (a key of app.formats.FORMATS): in that consumer's shape."""
         self.bound_pods(len(env.pods or ()))
         read = read if read is not None else Read()
-        obj, d = await self.subject(env, request_state, read, member=member)
+        # a shape carries the whole pod template; the live model keeps only what definitions read
+        obj, d = await self.subject(env, request_state, read, whole=fmt is not None, member=member)
         pods = env.pods
         if pods is not None and not all(isinstance(p, dict) for p in pods):
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")

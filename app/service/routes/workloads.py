@@ -118,6 +118,8 @@ async def one_workload(
     watch: bool,
     fmt: str | None = None,
 ) -> Response:
+    if fmt is not None and watch:
+        raise ProblemError(400, "format-not-on-streams", "Streams are not formatted", "format applies without watch")
     service.need_cluster("live workloads")
     state = request.scope["state"]
     if cluster is None and service.fleet_mode:
@@ -266,8 +268,6 @@ async def get_workload(
     format: str | None = Query(None, description=FORMAT_DOC),
 ) -> Response:
     fmt = format_param(format)
-    if fmt is not None and watch:
-        raise ProblemError(400, "format-not-on-streams", "Streams are not formatted", "format applies without watch")
     return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch, fmt)
 
 
