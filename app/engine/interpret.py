@@ -470,7 +470,7 @@ def interpret(
     """The interpretation of one object (see docs/api-contract.md). Raises InterpretationError.
 
     `templates`: add `formatInputs` for the consumer formats (app/formats/): the workload's
-    labels and every pod-bearing instance's whole pod template (a fragmented definition's parts
+    labels and annotations and every pod-bearing instance's whole pod template (a fragmented definition's parts
     assembled); the service takes it off before answering.
 
     `progress(stage, index)` is told which expression is about to run, so a supervisor that
@@ -552,9 +552,10 @@ def interpret(
         "warnings": [],
     }
     if templates:
-        labels = meta.get("labels")
+        labels, annotations = meta.get("labels"), meta.get("annotations")
         out["formatInputs"] = {
             "labels": labels if isinstance(labels, dict) else {},
+            "annotations": annotations if isinstance(annotations, dict) else {},
             "podTemplates": [
                 {"component": name, "instance": inst.id or None, "template": _template(inst)}
                 for name in cd.order

@@ -18,7 +18,7 @@ from .util import eventually, fixture_object
 NS, OTHER = "wl-formats", "wl-formats-other"
 JOBSET = "definitions/jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml"
 API = "jobset.x-k8s.io/v1alpha2"
-LABELS = {"kai.scheduler/queue": "team-a", "priorityClassName": "inference"}
+LABELS = {"kai.scheduler/queue": "team-a", "priorityClassName": "inference", "kai.scheduler/preemptibility": "non-preemptible"}
 
 
 @pytest.fixture(scope="module")

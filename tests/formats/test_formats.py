@@ -78,18 +78,24 @@ def test_jobset_one_pod_set_per_replicated_job():
         "nodeClaim": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
         "resourceRequest": {"cpu": "16", "memory": "128Gi", "nvidia.com/gpu": "2"},
         "namespace": "team-a"}}
+    # JobSet has no plugin of KAI's own: the Karta grouper names the group; the default grouper
+    # gives the queue (none labelled: default-queue), the priority class (train) and the labels
     assert render("kai", r)["podGroups"] == [{
         "metadata": {"name": "pg-5f0c2a7e-3f4b-4d21-9d0a-6b1f7c9e2a10-jobset", "namespace": "team-a",
+                     "labels": {"app.kubernetes.io/name": "llm-pretrain", "kai.scheduler/queue": "default-queue"},
                      "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
                                           "name": "llm-pretrain", "uid": "5f0c2a7e-3f4b-4d21-9d0a-6b1f7c9e2a10"}]},
-        "spec": {"minMember": 7}}]
+        "spec": {"minMember": 7, "queue": "default-queue", "priorityClassName": "train"}}]
 
 
 def test_pytorchjob_elastic_minimum_is_kueue_min_count_and_kai_min_member():
     r = _fixture("kubeflow.org/PyTorchJob/v1/testdata/elastic.yaml")
     sets = render("kueue", r)["podSets"]
     assert [(s["name"], s["count"], s.get("minCount")) for s in sets] == [("worker", 3, 2)]  # no Master pod
-    assert render("kai", r)["podGroups"][0]["spec"] == {"minMember": 2}
+    (group,) = render("kai", r)["podGroups"]
+    # KAI's PyTorchJob plugin groups it (not the Karta): the default grouper's name
+    assert group["metadata"]["name"] == f"pg-bert-elastic-{r['workload']['uid']}"
+    assert group["spec"] == {"minMember": 2, "queue": "default-queue", "priorityClassName": "train"}
     assert render("karmada", r)["components"][0]["replicas"] == 3
 
 
@@ -105,7 +111,7 @@ def test_raycluster_groups_and_only_one_min_count():
     # cpu-workers' minimum is 0 (no partial admission); gpu-workers' 2 is the one minCount
     assert [(s["name"], s["count"], s.get("minCount")) for s in sets] == [
         ("head", 1, None), ("cpu-workers", 3, None), ("gpu-workers", 4, 2)]
-    assert render("kai", r)["podGroups"][0]["spec"] == {"minMember": 6}
+    assert render("kai", r)["podGroups"][0]["spec"]["minMember"] == 6
 
 
 def test_deployment_default_group_queue_priority_and_preemptibility():
@@ -124,10 +130,85 @@ def test_deployment_default_group_queue_priority_and_preemptibility():
     (g,) = render("kai", r)["podGroups"]
     uid = r["workload"]["uid"]
     assert g["metadata"]["name"] == f"pg-{r['workload']['name']}-{uid}"
-    assert g["spec"] == {"minMember": 1, "queue": "team-a", "priorityClassName": "train",
-                         "preemptibility": "preemptible"}
+    # no preemptibility label: KAI's grouper leaves it to the scheduler (from the class's value)
+    assert g["spec"] == {"minMember": 1, "queue": "team-a", "priorityClassName": "train"}
+    assert g["metadata"]["labels"] == {"kai.scheduler/queue": "team-a", "priorityClassName": "train"}
     obj["metadata"]["labels"]["kai.scheduler/preemptibility"] = "non-preemptible"
     assert render("kai", _interpret(obj))["podGroups"][0]["spec"]["preemptibility"] == "non-preemptible"
+
+
+def _kai_spec(rel: str, labels: dict | None = None, pod_labels: dict | None = None, annotations: dict | None = None,
+              priority: str | None = None) -> dict:
+    obj = _workloads(CATALOG / rel)[0]
+    obj["metadata"]["labels"] = labels or {}
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    tmpl = obj["spec"]["template"]
+    tmpl.setdefault("metadata", {})["labels"] = {**(tmpl["metadata"].get("labels") or {}), **(pod_labels or {})}
+    if priority:
+        tmpl["spec"]["priorityClassName"] = priority
+    return render("kai", _interpret(obj))["podGroups"][0]["spec"]
+
+
+DEPLOYMENT = "apps/Deployment/v1/testdata/running.yaml"
+
+
+def test_kai_queue_as_the_default_grouper_finds_it():
+    assert _kai_spec(DEPLOYMENT)["queue"] == "default-queue"
+    assert _kai_spec(DEPLOYMENT, pod_labels={"kai.scheduler/queue": "pods"})["queue"] == "pods"
+    assert _kai_spec(DEPLOYMENT, {"kai.scheduler/queue": "owner"}, {"kai.scheduler/queue": "pods"})["queue"] == "owner"
+    # a project, with the pod's node pool
+    assert _kai_spec(DEPLOYMENT, {"project": "vision"})["queue"] == "vision"
+    assert _kai_spec(DEPLOYMENT, {"project": "vision"}, {"kai.scheduler/node-pool": "h100"})["queue"] == "vision-h100"
+
+
+def test_kai_priority_class_labels_then_the_pods_then_the_types_default():
+    assert _kai_spec(DEPLOYMENT)["priorityClassName"] == "inference"  # the Deployment plugin's default
+    assert _kai_spec(DEPLOYMENT, priority="high")["priorityClassName"] == "high"
+    assert _kai_spec(DEPLOYMENT, pod_labels={"priorityClassName": "build"}, priority="high")["priorityClassName"] == "build"
+    assert _kai_spec(DEPLOYMENT, {"priorityClassName": "train"}, {"priorityClassName": "build"})["priorityClassName"] == "train"
+    ray = _fixture("ray.io/RayCluster/v1/testdata/running.yaml")
+    assert render("kai", ray)["podGroups"][0]["spec"]["priorityClassName"] == "train"  # the default grouper's
+    obj = _workloads(CATALOG / "ray.io/RayCluster/v1/testdata/running.yaml")[0]
+    obj["metadata"]["labels"] = {"ray.io/priority-class-name": "inference", "priorityClassName": "train"}
+    assert render("kai", _interpret(obj))["podGroups"][0]["spec"]["priorityClassName"] == "inference"
+
+
+def test_kai_preemptibility_only_from_a_valid_label_and_topology_from_the_owners_annotations():
+    assert "preemptibility" not in _kai_spec(DEPLOYMENT, {"priorityClassName": "train"})
+    assert _kai_spec(DEPLOYMENT, pod_labels={"kai.scheduler/preemptibility": "preemptible"})["preemptibility"] == "preemptible"
+    assert "preemptibility" not in _kai_spec(DEPLOYMENT, {"kai.scheduler/preemptibility": "sometimes"},
+                                             {"kai.scheduler/preemptibility": "preemptible"})  # the owner's wins, invalid
+    spec = _kai_spec(DEPLOYMENT, annotations={"kai.scheduler/topology": "default",
+                                              "kai.scheduler/topology-required-placement": "zone",
+                                              "kai.scheduler/topology-preferred-placement": "rack"})
+    assert spec["topologyConstraint"] == {"topology": "default", "requiredTopologyLevel": "zone",
+                                          "preferredTopologyLevel": "rack"}
+    jobset = _workloads(CATALOG / "jobset.x-k8s.io/JobSet/v1alpha2/testdata/running.yaml")[0]
+    jobset["metadata"]["annotations"] = {"kai.scheduler/topology": "default",
+                                         "kai.scheduler/topology-required-placement": "rack"}
+    group = render("kai", _interpret(jobset))["podGroups"][0]  # no Karta topology: the owner's stays
+    assert group["spec"]["topologyConstraint"] == {"topology": "default", "requiredTopologyLevel": "rack"}
+
+
+PIPELINE = {"apiVersion": "acme.example.com/v1alpha1", "kind": "Pipeline",
+            "metadata": {"name": "etl", "namespace": "data", "uid": "pipe-uid"},
+            "spec": {"stages": [{"name": "extract", "parallelism": 2, "template": {"spec": {"containers": [
+                                    {"name": "x", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+                                {"name": "load", "parallelism": 3, "template": {"spec": {"containers": [
+                                    {"name": "l", "image": "l"}]}}}],
+                     "coordinator": {"container": {"name": "c", "image": "c"}}}}
+
+
+def test_kai_alpha_pod_groups_without_pods_one_group_with_the_largest_member_minimum():
+    from app.karta.load import load_path
+    (d,) = load_path(ROOT / "tests/data/examples/pipeline.karta.yaml", "builtin")
+    r = interpret(PIPELINE, d, templates=True)
+    assert r["gang"]["mode"] == "podGroups"
+    (group,) = render("kai", r)["podGroups"]
+    # stage's members have a minimum of 5 (2 + 3 over its instances), coordinator's 1: KAI sets a
+    # group's minimum from one member's, never their sum
+    assert group["metadata"]["name"] == "pg-pipe-uid" and group["spec"]["minMember"] == 5
 
 
 def test_more_pod_templates_than_kueue_admits_is_refused():
