@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "problem": set(),
     "karta": {"jqlang", "documents"},
     "engine": {"karta", "jqlang", "documents"},
+    "formats": set(),
     "casefiles": {"engine", "karta", "jqlang", "documents"},
     "capacity": {"engine", "karta", "jqlang", "documents"},
     "cluster": {"capacity", "engine", "karta", "jqlang", "documents"},
@@ -33,9 +34,9 @@ ALLOWED: dict[str, set[str]] = {
     "store": {"capacity", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents"},
     "ui": set(),
     "service": {"capacity", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents", "problem",
-                "ui"},
+                "formats", "ui"},
     "cli": {"capacity", "service", "store", "fleet", "model", "cluster", "engine", "karta", "jqlang", "documents",
-            "problem", "casefiles"},
+            "problem", "casefiles", "formats"},
 }
 
 

@@ -47,9 +47,11 @@ async def evaluate(
     pods: list[dict[str, Any]] | None,
     deadline: float,
     options: EngineOptions,
+    templates: bool = False,
 ) -> list[dict[str, Any] | CliError]:
     """Built-in definitions run in-process; user definitions in a worker killed at the deadline
-    (the reference's runner stops an evaluation after 10 s); both with the command's `options`."""
+    (the reference's runner stops an evaluation after 10 s); both with the command's `options`.
+    `templates`: each interpretation carries what the consumer formats need (app/formats/)."""
     from ..engine.pool import EvaluationCrashed, EvaluationTimeout, Evaluator
 
     isolate = any(d is not None and d.source != "builtin" for _, d, _ in jobs)
@@ -62,7 +64,7 @@ async def evaluate(
                 out.append(err or CliError("no definition", EXIT_NO_DEFINITION))
                 continue
             try:
-                out.append(await ev.interpret(d, doc, pods))
+                out.append(await ev.interpret(d, doc, pods, templates))
             except InterpretationError as e:
                 out.append(CliError(str(e), EXIT_FAIL, e.errors))
             except (EvaluationTimeout, EvaluationCrashed) as e:

@@ -468,8 +468,13 @@ def interpret(
     pods: list[dict[str, Any]] | None = None,
     progress: Progress | None = None,
     options: EngineOptions = DEFAULT_OPTIONS,
+    templates: bool = False,
 ) -> dict[str, Any]:
     """The interpretation of one object (see docs/api-contract.md). Raises InterpretationError.
+
+    `templates`: add `formatInputs` for the consumer formats (app/formats/): the workload's
+    labels and annotations and every pod-bearing instance's whole pod template (a fragmented definition's parts
+    assembled); the service takes it off before answering.
 
     `progress(stage, index)` is told which expression is about to run, so a supervisor that
     kills an overrunning evaluation can name the culprit.  `options`: the caller's accelerator
@@ -549,9 +554,33 @@ def interpret(
         ),
         "warnings": [],
     }
+    if templates:
+        labels, annotations = meta.get("labels"), meta.get("annotations")
+        out["formatInputs"] = {
+            "labels": labels if isinstance(labels, dict) else {},
+            "annotations": annotations if isinstance(annotations, dict) else {},
+            "podTemplates": [
+                {"component": name, "instance": inst.id or None, "template": _template(inst)}
+                for name in cd.order
+                if cd.components[name].pod_bearing and isinstance(v := ctx.values[name], ComponentValues)
+                for inst in v.instances
+            ],
+        }
     if pods is not None:
         _with_pods(out, cd, ctx.values, pods, owner_id, progress)
     return out
+
+
+def _template(inst: ExtractedInstance) -> dict[str, Any] | None:
+    """An instance's pod template as a PodTemplateSpec (None: the definition holds no pod there,
+    e.g. a PyTorchJob without a Master); unset parts of an assembled one are left out."""
+    spec, meta = _pod_definition(inst)
+    if not isinstance(spec, dict) or not spec.get("containers"):
+        return None
+    return {
+        "metadata": {k: v for k, v in meta.items() if v} if isinstance(meta, dict) else {},
+        "spec": {k: v for k, v in spec.items() if v is not None},
+    }
 
 
 def _with_pods(

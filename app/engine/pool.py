@@ -133,9 +133,16 @@ class _Request:
     full: bytes  # the message with it (for a worker that has not seen this definition)
 
     @classmethod
-    def encode(cls, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> _Request:
+    def encode(
+        cls, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None, templates: bool = False
+    ) -> _Request:
         try:
-            body = {"obj": orjson.Fragment(orjson.dumps(obj)), "pods": orjson.Fragment(orjson.dumps(pods))}
+            body: dict[str, Any] = {
+                "obj": orjson.Fragment(orjson.dumps(obj)),
+                "pods": orjson.Fragment(orjson.dumps(pods)),
+            }
+            if templates:
+                body["templates"] = True
             spec: dict[str, Any] = {"digest": d.digest, "source": d.source, "origin": d.origin}
             head = orjson.dumps({"op": "interpret", "def": spec, **body})
             full = orjson.dumps({"op": "interpret", "def": {**spec, "raw": d.raw}, **body})
@@ -230,11 +237,13 @@ class Pool:
             self.counters.queue_timeouts()
             raise EvaluationBusy(timeout or 0) from None
 
-    async def interpret(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+    async def interpret(
+        self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None, templates: bool = False
+    ) -> dict[str, Any]:
         """A worker that dies mid-request (killed by the OOM killer or an operator) costs the
         caller nothing: the request runs once more on another worker.  A definition that kills
         workers every time fails after that second try."""
-        request = _Request.encode(d, obj, pods)
+        request = _Request.encode(d, obj, pods, templates)
         if not BACKGROUND.get():
             return await self._interpret_retried(d, request)
         async with self._background:
@@ -373,14 +382,15 @@ class Evaluator:
         return self.isolation == "all" or d.source != "builtin"
 
     async def interpret(
-        self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None = None
+        self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None = None, templates: bool = False
     ) -> dict[str, Any]:
+        """`templates`: the interpretation carries `podTemplates` (interpret's)."""
         if self.isolated(d):
             assert self.pool is not None
             self._spawn()
-            result = await self.pool.interpret(d, obj, pods)
+            result = await self.pool.interpret(d, obj, pods, templates)
             # Workers keep definitions by digest; the same content can come from several sources
             # (a ConfigMap copy of a Karta resource), so name the one that was actually resolved.
             result["definition"] = {"name": d.name, "source": d.source, "digest": d.digest}
             return result
-        return interpret(obj, d, pods, options=self.options)
+        return interpret(obj, d, pods, options=self.options, templates=templates)

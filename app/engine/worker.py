@@ -71,7 +71,7 @@ def _handle(definitions: ByteLRU[str, Definition], msg: bytes, report: Any, opti
         return {"ok": "pong"}
     try:
         d = _definition(definitions, req["def"])
-        return {"ok": interpret(req["obj"], d, req.get("pods"), report, options)}
+        return {"ok": interpret(req["obj"], d, req.get("pods"), report, options, bool(req.get("templates")))}
     except InterpretationError as e:
         return {"error": {"title": e.title, "errors": e.errors}}
     except _NeedDefinition:

@@ -494,8 +494,12 @@ class BatchGroup(BaseModel):
 
 
 class BatchResponse(BaseModel):
-    items: list[Interpretation | BatchError]
-    totals: BatchTotals = Field(description="summed over the items whose totals are known")
+    items: list[Interpretation | BatchError | dict[str, Any]] = Field(
+        description="per item its interpretation, or its consumer shape with format=, or its error"
+    )
+    totals: BatchTotals | None = Field(
+        None, description="summed over the items whose totals are known (absent with format=)"
+    )
     groups: list[BatchGroup] | None = Field(
         None, description="with groupBy: by label value, ordered by value, null last"
     )

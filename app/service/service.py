@@ -43,6 +43,7 @@ from . import fleet_reads
 from .auth import Authorizer
 from .bodies import decode
 from .cluster import Cluster
+from .consumer_formats import consumer_format
 from .dependency_checks import DependencyChecks
 from .errors import lookup_problem
 from .inline import InlineDefinitions
@@ -221,10 +222,14 @@ class Service:
         return d
 
     # -- interpretation --------------------------------------------------------------------
-    async def interpret_body(self, body: bytes, media: str, request_state: dict[str, Any]) -> dict[str, Any]:
-        return await self.interpret_doc(one_document(body, media), request_state)
+    async def interpret_body(
+        self, body: bytes, media: str, request_state: dict[str, Any], fmt: str | None = None
+    ) -> dict[str, Any]:
+        return await self.interpret_doc(one_document(body, media), request_state, fmt=fmt)
 
-    async def interpret_doc(self, doc: Any, request_state: dict[str, Any], read: Read | None = None) -> dict[str, Any]:
+    async def interpret_doc(
+        self, doc: Any, request_state: dict[str, Any], read: Read | None = None, fmt: str | None = None
+    ) -> dict[str, Any]:
         """One interpretation; `read` (a batch's, per item) gets what reading its subject learned."""
         if _is_manifest(doc):
             env = InterpretRequest(object=doc)
@@ -232,21 +237,29 @@ class Service:
             env = envelope(
                 InterpretRequest, doc, 'expected a manifest or an object {"object": ..., "definition"?, "pods"?}'
             )
-        return await self.interpret_request(env, request_state, read)
+        return await self.interpret_request(env, request_state, read, fmt)
 
     async def interpret_request(
-        self, env: InterpretRequest, request_state: dict[str, Any], read: Read | None = None
+        self,
+        env: InterpretRequest,
+        request_state: dict[str, Any],
+        read: Read | None = None,
+        fmt: str | None = None,
+        member: Member | None = None,
     ) -> dict[str, Any]:
         """One interpretation of a validated envelope (a batch's items come this way, neither
-        dumped nor validated again)."""
+        dumped nor validated again); `fmt` (a key of app.formats.FORMATS): in that consumer's shape."""
         self.bound_pods(len(env.pods or ()))
         read = read if read is not None else Read()
-        obj, d = await self.subject(env, request_state, read)
+        # a shape carries the whole pod template; the live model keeps only what definitions read
+        obj, d = await self.subject(env, request_state, read, whole=fmt is not None, member=member)
         pods = env.pods
         if pods is not None and not all(isinstance(p, dict) for p in pods):
             raise ProblemError(422, "invalid-request", "Invalid request", "every pod must be an object")
-        result = await self.evaluate(d, obj, pods)
+        result = await self.evaluate(d, obj, pods, templates=fmt is not None)
         request_state["phase"] = phase_of(result)  # (the access log's)
+        if fmt is not None:
+            return consumer_format(fmt, result)
         if read.freshness is not None:
             result["freshness"] = read.freshness
         if read.member is not None and result.get("dependencies"):
@@ -277,10 +290,12 @@ class Service:
         request_state["definition"] = d.name
         return obj, d
 
-    async def evaluate(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+    async def evaluate(
+        self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None, templates: bool = False
+    ) -> dict[str, Any]:
         label, metrics = metric_label(d), self.metrics
         try:
-            result = await self.evaluator.interpret(d, obj, pods)
+            result = await self.evaluator.interpret(d, obj, pods, templates)
         except InterpretationError as e:
             metrics.interpretation_errors.labels(label, "definition").inc()
             raise ProblemError(422, "interpretation-failed", "Interpretation failed", str(e), e.errors) from None

@@ -156,10 +156,12 @@ def service_view(path: str, params: dict[str, Any] | None = None, watch: bool = 
     return check
 
 
-def one_workload(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
-    """GET {prefix}/workloads/{ns}/{name}: the object's own rights, before anything is looked up."""
+def one_workload(prefix: str, watch: bool = False, fmt: str | None = None) -> Callable[[Ctx], None]:
+    """GET {prefix}/workloads/{ns}/{name}: the object's own rights, before anything is looked up;
+    `fmt`: with ?format= (the consumer's shape, read with the same rights)."""
     def check(x: Ctx) -> None:
         c = x.client()
+        q = {"format": fmt} if fmt else {}
         if watch:
             if not x.cached:  # streams come from the live model
                 status, evs = _events(c, f"{prefix}/workloads/{NS}/guarded", {}, lambda ev: True)
@@ -176,22 +178,25 @@ def one_workload(prefix: str, watch: bool = False) -> Callable[[Ctx], None]:
                 assert status == 200 and evs[0]["type"] == "ADDED", evs
                 assert evs[0]["object"]["workload"]["name"] == "guarded"
             return
-        r = c.get(f"{prefix}/workloads/{NS}/guarded")
+        r = c.get(f"{prefix}/workloads/{NS}/guarded", params=q)
         if x.user is None:
             assert r.status_code == 401
             return
         if x.user == "bob":
-            _same_refusal(r, c.get(f"{prefix}/workloads/{NS}/no-such-workload"))
+            _same_refusal(r, c.get(f"{prefix}/workloads/{NS}/no-such-workload", params=q))
         else:
             assert r.status_code == 200, r.text
-            assert r.json()["live"]["current"] == 5
+            if fmt == "kai":
+                assert r.json()["podGroups"][0]["metadata"]["ownerReferences"][0]["name"] == "guarded", r.text
+            else:
+                assert r.json()["live"]["current"] == 5
         if x.user in ("bob", "dana"):  # where they have no rights: existing or not, the same 403
             for params in ({}, {"kind": "JobSet"}, {"kind": "jobsets", "apiVersion": JOBSET["apiVersion"]}):
-                _same_refusal(c.get(f"{prefix}/workloads/{OTHER}/hidden", params=params),
-                              c.get(f"{prefix}/workloads/{OTHER}/no-such-workload", params=params))
+                _same_refusal(c.get(f"{prefix}/workloads/{OTHER}/hidden", params={**params, **q}),
+                              c.get(f"{prefix}/workloads/{OTHER}/no-such-workload", params={**params, **q}))
         else:
-            assert c.get(f"{prefix}/workloads/{OTHER}/hidden").status_code == 200
-            assert c.get(f"{prefix}/workloads/{OTHER}/no-such-workload").status_code == 404
+            assert c.get(f"{prefix}/workloads/{OTHER}/hidden", params=q).status_code == 200
+            assert c.get(f"{prefix}/workloads/{OTHER}/no-such-workload", params=q).status_code == 404
 
     return check
 
@@ -279,17 +284,27 @@ def interpret_ref(path: str, extra: dict[str, Any] | None = None,
     return check
 
 
-def batch_refs(x: Ctx) -> None:
+def owner_of_group(j: dict[str, Any]) -> str:
+    """The workload a ?format=kai answer is about (its PodGroup's owner)."""
+    return str(j["podGroups"][0]["metadata"]["ownerReferences"][0]["name"])
+
+
+def batch_refs(fmt: str | None = None) -> Callable[[Ctx], None]:
     """POST /interpret/batch: each item's ref is read with the caller's rights (it used to be read
-    with the service's own)."""
+    with the service's own); `fmt`: with ?format= too."""
+    return lambda x: _batch_refs(x, fmt)
+
+
+def _batch_refs(x: Ctx, fmt: str | None) -> None:
     items = [{"ref": {**JOBSET, "namespace": ns, "name": n}}
              for ns, n in ((NS, "guarded"), (OTHER, "hidden"), (OTHER, "no-such-workload"))]
-    r = x.client().post("/interpret/batch", json={"items": items})
+    r = x.client().post("/interpret/batch", json={"items": items}, params={"format": fmt} if fmt else None)
     if x.user is None:
         assert r.status_code == 401
         return
     assert r.status_code == 200, r.text
-    got = [(i["error"]["status"], i["error"]["detail"]) if "error" in i else (200, i["workload"]["name"])
+    name_of = owner_of_group if fmt == "kai" else (lambda i: i["workload"]["name"])
+    got = [(i["error"]["status"], i["error"]["detail"]) if "error" in i else (200, name_of(i))
            for i in r.json()["items"]]
     if x.user == "admin":
         assert [g[0] for g in got] == [200, 200, 404] and got[1][1] == "hidden"
@@ -447,14 +462,16 @@ ROWS: dict[tuple[str, str], list[Callable[[Ctx], None]]] = {
     ("POST", "/definitions/validate"): [token_only("POST", "/definitions/validate",
                                                     {"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
                                                      "metadata": {"name": "x"}, "spec": {}})],
-    ("POST", "/interpret"): [interpret_ref("/interpret")],
-    ("POST", "/interpret/batch"): [batch_refs],
+    ("POST", "/interpret"): [interpret_ref("/interpret"), interpret_ref("/interpret?format=kai", name_of=owner_of_group)],
+    ("POST", "/interpret/batch"): [batch_refs(), batch_refs("kai")],
     ("POST", "/interpret/update"): [interpret_ref("/interpret/update", {"set": {"labels": {"queue": "a"}}},
                                                   lambda j: j["object"]["metadata"]["name"]), apply_update],
     ("POST", "/divide"): [interpret_ref("/divide", {"clusters": [{"name": "a", "weight": 1}]})],
-    ("GET", "/workloads/{namespace}/{name}"): [one_workload(""), one_workload("", watch=True)],
+    ("GET", "/workloads/{namespace}/{name}"):
+        [one_workload(""), one_workload("", watch=True), one_workload("", fmt="kai")],
     ("GET", "/clusters/{cluster}/workloads/{namespace}/{name}"):
-        [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True)],
+        [one_workload(f"/clusters/{HOME}"), one_workload(f"/clusters/{HOME}", watch=True),
+         one_workload(f"/clusters/{HOME}", fmt="kai")],
     ("POST", "/workloads/{namespace}/{name}/suspend"): [act_on_workload("", "suspend")],
     ("POST", "/workloads/{namespace}/{name}/resume"): [act_on_workload("", "resume")],
     ("POST", "/clusters/{cluster}/workloads/{namespace}/{name}/suspend"):

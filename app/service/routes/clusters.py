@@ -8,6 +8,7 @@ from starlette.responses import Response
 
 from .. import capacity, streams
 from ..bodies import dumps
+from ..consumer_formats import FORMAT_DOC, format_param
 from ..models import ClusterList, ClusterStatus, LiveInterpretation, NodeList, WorkloadList
 from ..problems import ProblemError
 from .common import PROBLEMS, STREAM_RESPONSE, ServiceDep
@@ -35,8 +36,10 @@ async def get_cluster_workload(
     pods: bool = True,
     watch: bool = False,
     resumeFrom: str | None = None,
+    format: str | None = Query(None, description=FORMAT_DOC),
 ) -> Response:
-    return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch)
+    fmt = format_param(format)
+    return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch, fmt)
 
 
 @router.get(

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ...engine.batch_totals import group_totals, item_totals, sum_totals
 from ...problem import problem_body
 from ..bodies import dumps, media_type
+from ..consumer_formats import FORMAT_DOC, FORMAT_PARAMETER, format_param
 from ..errors import SAID_ERRORS, problem_of
 from ..models import (
     BatchRequest,
@@ -36,7 +37,8 @@ INTERPRET_BODY = manifest_or_envelope("InterpretRequest")
 async def interpret_endpoint(request: Request) -> Response:
     """A raw manifest (JSON or YAML), or an envelope `{"object", "definition"?, "pods"?}`."""
     service = get_service(request)  # a direct route: no dependency is solved for it
-    return dumps(await service.interpret_body(await request.body(), media_type(request), request.scope["state"]))
+    fmt = format_param(request.query_params.get("format"))
+    return dumps(await service.interpret_body(await request.body(), media_type(request), request.scope["state"], fmt))
 
 
 router.add_api_route(
@@ -48,7 +50,7 @@ router.add_api_route(
     operation_id="interpret",
     responses=PROBLEMS,
     summary="Interpret one workload",
-    openapi_extra={"requestBody": INTERPRET_BODY},
+    openapi_extra={"requestBody": INTERPRET_BODY, "parameters": [FORMAT_PARAMETER]},
 )
 
 
@@ -78,11 +80,17 @@ async def update_endpoint(req: UpdateRequest, request: Request, service: Service
     summary="Interpret many workloads; one bad item never fails the others",
 )
 async def batch_endpoint(
-    req: BatchRequest, request: Request, service: ServiceDep, groupBy: str | None = None
+    req: BatchRequest,
+    request: Request,
+    service: ServiceDep,
+    groupBy: str | None = None,
+    format: str | None = Query(None, description=FORMAT_DOC),
 ) -> Response:
     """`totals` sums the items that interpreted with whole totals; the others (failed, or
     partial with `totals` null) count in `totals.failed`.  `groupBy=<label key>` adds
-    `groups`: the items by that label's value on the workload, each with its totals."""
+    `groups`: the items by that label's value on the workload, each with its totals.
+    `format=`: every item in that consumer's shape (an item it cannot take gets `error`)."""
+    fmt = format_param(format)
     if groupBy is not None and not 0 < len(groupBy) <= 317:  # a label key: prefix (253) / name (63)
         raise ProblemError(422, "invalid-request", "Invalid request", "groupBy must be a label key")
     state = request.scope["state"]
@@ -93,7 +101,7 @@ async def batch_endpoint(
         sub = service.auth.substate(state)  # each item reads with the caller's rights, in a state of its own
         try:
             async with running:
-                return await service.interpret_request(item, sub, reads[n])
+                return await service.interpret_request(item, sub, reads[n], fmt)
         except SAID_ERRORS as e:
             p = problem_of(e)
             return {"error": problem_body(p.status, p.slug, p.title, p.detail, None, p.errors)}
@@ -101,6 +109,8 @@ async def batch_endpoint(
     request.scope["state"]["items"] = len(req.items)
     service.bound_pods(sum(len(i.pods or ()) for i in req.items))
     results = await asyncio.gather(*(one(n, i) for n, i in enumerate(req.items)))
+    if fmt is not None:  # consumer shapes carry no totals
+        return dumps({"items": results})
     out: dict[str, Any] = {"items": results, "totals": sum_totals(map(item_totals, results))}
     if groupBy is not None:
         values = [

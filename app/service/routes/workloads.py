@@ -5,19 +5,22 @@ answer through the same functions)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import Response
 
 from ...cluster.listing import ListQuery, QueryError, parse_query
 from ...cluster.reader import LookupFailed
+from ...fleet.member import Member
 from .. import fleet_reads, no_capacity, streams
 from ..bodies import JSON, dumps
+from ..consumer_formats import FORMAT_DOC, format_param
 from ..errors import lookup_problem
-from ..models import FleetWorkload, LiveInterpretation, ModelStatus, WorkloadList
+from ..models import FleetWorkload, InterpretRequest, LiveInterpretation, ModelStatus, ObjectRef, WorkloadList
 from ..problems import ProblemError
-from ..service import Service
+from ..service import Read, Service
 from .common import PROBLEMS, STREAM_RESPONSE, ServiceDep
 
 router = APIRouter(tags=["workloads"])
@@ -113,7 +116,10 @@ async def one_workload(
     apiVersion: str | None,
     pods: bool,
     watch: bool,
+    fmt: str | None = None,
 ) -> Response:
+    if fmt is not None and watch:
+        raise ProblemError(400, "format-not-on-streams", "Streams are not formatted", "format applies without watch")
     service.need_cluster("live workloads")
     state = request.scope["state"]
     if cluster is None and service.fleet_mode:
@@ -145,11 +151,32 @@ async def one_workload(
             )
         except LookupFailed as e:
             raise service.explained(e, namespace, name, kind) from None
+    if fmt is not None:
+        return dumps(await formatted_workload(service, member, namespace, name, kind, apiVersion, state, fmt))
     body = await service.describe(member, namespace, name, kind, apiVersion, pods, state)
     body = await service.with_dependency_checks(member, body, state)
     if pods:  # pods that wait and fit nowhere now: the NoCapacity entry
         body = await no_capacity.with_verdict(service, member, body, state)
     return Response(body, media_type=JSON)
+
+
+async def formatted_workload(
+    service: Service,
+    member: Member,
+    namespace: str,
+    name: str,
+    kind: str | None,
+    apiVersion: str | None,
+    state: dict[str, Any],
+    fmt: str,
+) -> dict[str, Any]:
+    """A live workload in a consumer's shape: found as GET finds it (any kind, with the caller's
+    rights), then its object read and interpreted with its pod templates, which the live
+    interpretation does not keep."""
+    found = orjson.loads(await service.describe(member, namespace, name, kind, apiVersion, False, state))
+    w = found["workload"]
+    ref = ObjectRef(apiVersion=w["apiVersion"], kind=w["kind"], namespace=w["namespace"], name=w["name"])
+    return await service.interpret_request(InterpretRequest(ref=ref), state, Read(), fmt, member)
 
 
 async def workload_list(
@@ -238,8 +265,10 @@ async def get_workload(
     watch: bool = False,
     resumeFrom: str | None = None,
     cluster: str | None = None,
+    format: str | None = Query(None, description=FORMAT_DOC),
 ) -> Response:
-    return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch)
+    fmt = format_param(format)
+    return await one_workload(service, request, cluster, namespace, name, kind, apiVersion, pods, watch, fmt)
 
 
 @router.get(
