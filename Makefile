@@ -4,6 +4,9 @@
 #   make test    - every test
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Let pytest keep its rewritten test modules and Python its bytecode between runs (a shell that
+# sets PYTHONDONTWRITEBYTECODE would make every run recompile ~500 modules in every worker).
+unexport PYTHONDONTWRITEBYTECODE
 STAMP := $(VENV)/.installed
 
 .PHONY: serve check lint test tools kube bench bench-http soak fuzz-long

@@ -6,6 +6,7 @@ problem; only valid ones are ever resolved for interpretation.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -157,5 +158,17 @@ def builtin_dir() -> Path:
 
 
 def load_builtin() -> list[Definition]:
-    d = builtin_dir()
-    return load_path(d, "builtin") if d.is_dir() else []
+    """The built-in catalog's definitions: one `definition.yaml` per `<group>/<Kind>/<version>/`
+    folder (tests/test_catalog.py holds the layout), read once per process: the package's files
+    do not change while it runs, and the fixtures and cases beside them are not definitions."""
+    return list(_builtin(builtin_dir()))
+
+
+@functools.cache
+def _builtin(d: Path) -> tuple[Definition, ...]:
+    if not d.is_dir():
+        return ()
+    out: list[Definition] = []
+    for f in sorted(d.glob("*/*/*/definition.yaml")):
+        out += definitions_from_text(f.read_bytes(), "builtin", str(f), skip_other_kinds=True)
+    return tuple(out)

@@ -21,6 +21,10 @@ CATALOG = ROOT / "definitions"
 FIXTURES = sorted(CATALOG.glob("**/testdata/*.yaml"))
 SCHEMAS = {n: yaml.safe_load((ROOT / "tests/data/schemas" / f"{f}.yaml").read_text())
            for n, f in (("kueue", "kueue-podsets"), ("karmada", "karmada-components"), ("kai", "kai-podgroup-spec"))}
+# Built once: jsonschema.validate checks the schema itself and builds a validator on every call.
+VALIDATORS = {n: jsonschema.validators.validator_for(s)(s) for n, s in SCHEMAS.items()}
+for _schema in SCHEMAS.values():
+    jsonschema.validators.validator_for(_schema).check_schema(_schema)
 
 
 def _workloads(path: Path) -> list[dict]:
@@ -35,13 +39,13 @@ def _interpret(obj: dict) -> dict:
 def _validate(fmt: str, shape: dict) -> None:
     if fmt == "kueue":
         if shape["podSets"]:  # a workload without a pod template has no Workload to write
-            jsonschema.validate(shape["podSets"], SCHEMAS["kueue"])
+            VALIDATORS["kueue"].validate(shape["podSets"])
     elif fmt == "karmada":
-        jsonschema.validate(shape["components"], SCHEMAS["karmada"])
+        VALIDATORS["karmada"].validate(shape["components"])
     else:
         for group in shape["podGroups"]:
             assert group["metadata"]["name"]
-            jsonschema.validate(group["spec"], SCHEMAS["kai"])
+            VALIDATORS["kai"].validate(group["spec"])
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(CATALOG)))
@@ -220,3 +224,13 @@ def test_more_pod_templates_than_kueue_admits_is_refused():
     obj["spec"]["replicatedJobs"] = [dict(job, name=f"j{i}") for i in range(9)]
     with pytest.raises(FormatError, match="at most 8"):
         render("kueue", _interpret(obj))
+
+
+def test_the_schemas_refuse_what_their_projects_refuse():
+    """The stored schemas have teeth: a shape each project's API server would refuse fails here."""
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATORS["kueue"].validate([{"name": "w", "count": -1, "template": {"spec": {"containers": []}}}])
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATORS["karmada"].validate([{"replicas": 2}])  # no name
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATORS["kai"].validate({"minMember": "four"})
