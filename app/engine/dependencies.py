@@ -100,18 +100,17 @@ def pod_spec_refs(spec: dict[str, Any]) -> Iterator[Ref]:
             yield "ResourceClaim", n, False
 
 
-def dependencies(specs: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The `dependencies` of an interpretation from (component, pod spec) pairs: one entry per
-    object, sorted by kind then name, naming the components that need it (in the order given);
-    optional only when every reference to it is."""
+def dependencies(refs: Iterable[tuple[str, Ref]]) -> list[dict[str, Any]]:
+    """The `dependencies` of an interpretation from (component, reference) pairs (each pod
+    spec's `pod_spec_refs`): one entry per object, sorted by kind then name, naming the
+    components that need it (in the order given); optional only when every reference to it is."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for component, spec in specs:
-        for kind, name, optional in pod_spec_refs(spec):
-            entry = found.get((kind, name))
-            if entry is None:
-                found[(kind, name)] = {"kind": kind, "name": name, "components": [component], "optional": optional}
-                continue
-            if component not in entry["components"]:
-                entry["components"].append(component)
-            entry["optional"] = entry["optional"] and optional
+    for component, (kind, name, optional) in refs:
+        entry = found.get((kind, name))
+        if entry is None:
+            found[(kind, name)] = {"kind": kind, "name": name, "components": [component], "optional": optional}
+            continue
+        if component not in entry["components"]:
+            entry["components"].append(component)
+        entry["optional"] = entry["optional"] and optional
     return [found[k] for k in sorted(found)]

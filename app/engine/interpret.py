@@ -21,7 +21,7 @@ from .accelerators import ResourceRules, request_values
 from .accelerators import clamp as _clamp
 from .attribution import attribute_pods
 from .compiled import CompiledDefinition, compiled
-from .dependencies import dependencies
+from .dependencies import Ref, dependencies, pod_spec_refs
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
 from .instances import ComponentValues, ExtractedInstance, ExtractionError, desired, extract_component
 from .memo import PY_OBJECT_FACTOR, Memo, held_bytes
@@ -129,6 +129,22 @@ def _pod_definition(inst: ExtractedInstance) -> tuple[dict[str, Any], dict[str, 
         }
         meta = {"labels": f.get("labels") or {}, "annotations": f.get("annotations") or {}}
     return spec, meta
+
+
+# What pod definitions refer to, by their JSON texts (instances.py: `key`, the keys `_pod_views`
+# holds too): the same templates recur across a team's workloads and across a live workload's
+# reinterpretations.  Bounded by the texts' bytes, as the views are.
+_refs_memo: Memo[tuple[bytes | None, ...], tuple[Ref, ...]] = Memo(maxsize=4096, max_bytes=32 * 1024 * 1024)
+
+
+def _refs(inst: ExtractedInstance) -> tuple[Ref, ...]:
+    key = inst.key()  # None: not cached (as in _pod)
+    hit = _refs_memo.get(key) if key is not None else None
+    if hit is None:
+        hit = tuple(pod_spec_refs(_pod_definition(inst)[0]))
+        if key is not None:
+            _refs_memo.put(key, hit, sum(len(t) for t in key if t is not None))
+    return hit
 
 
 def _pod_view(inst: ExtractedInstance, facts: _PodFacts) -> dict[str, Any]:
@@ -547,10 +563,11 @@ def interpret(
         "totals": _totals(sums),
         "gang": gang,
         "dependencies": dependencies(
-            (name, _pod_definition(inst)[0])
+            (name, ref)
             for name in cd.order
             if cd.components[name].pod_bearing and isinstance(v := ctx.values[name], ComponentValues)
             for inst in v.instances
+            for ref in _refs(inst)
         ),
         "warnings": [],
     }
