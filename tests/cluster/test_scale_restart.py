@@ -19,7 +19,7 @@ from ..service.conftest import Server
 from .apiserver import ApiServer
 from .conftest import token
 from .kubeobjects import Kubectl, crd, reader_rbac
-from .util import fixture_object
+from .util import eventually, fixture_object
 
 NS = "rolling"
 VC_API, JS_API, LWS_API = "batch.volcano.sh/v1alpha1", "jobset.x-k8s.io/v1alpha2", "leaderworkerset.x-k8s.io/v1"
@@ -65,6 +65,13 @@ def world(kubectl: Kubectl, secured: Server) -> Iterator[dict[str, Any]]:
     # carol may read Deployments here, not change them
     for doc in reader_rbac("carol", NS, [("apps", "deployments"), ("", "events")]):
         kubectl.apply(doc)
+    # The kinds installed just now reach the service's model through its CRD watch: act only
+    # once it serves each workload.
+    with client(secured, "admin") as c:
+        for name, kind, api in (("lws", "LeaderWorkerSet", LWS_API), ("vc", "Job", VC_API), ("js", "JobSet", JS_API),
+                                ("web", "Deployment", "apps/v1"), ("db", "StatefulSet", "apps/v1")):
+            eventually(lambda: c.get(f"/workloads/{NS}/{name}", params={"kind": kind, "apiVersion": api}
+                                     ).status_code == 200, timeout=30, what=f"{kind} {name} in the service")
     yield out
     for api, kind, name in ((VC_API, "Job", "vc"), (JS_API, "JobSet", "js"), (LWS_API, "LeaderWorkerSet", "lws")):
         kubectl.delete(api, kind, NS, name)  # the API server is the suite's: leave no stray objects
