@@ -35,11 +35,17 @@ class Evaluating:
 
         try:
             return await self.ev.interpret(self.d, obj, None)
-        except InterpretationError as e:
-            raise CliError(str(e), EXIT_FAIL, e.errors) from None
-        except (EvaluationTimeout, EvaluationCrashed) as e:
-            error = {"path": getattr(e, "path", ""), "message": str(e), "expression": getattr(e, "expression", None)}
-            raise CliError(str(e), EXIT_FAIL, [error]) from None
+        except (InterpretationError, EvaluationTimeout, EvaluationCrashed) as e:
+            raise _failure(e) from None
+
+
+def _failure(e: Exception) -> CliError:
+    """An evaluation that failed (the definition's error, the deadline, a crashed worker), as the
+    CLI reports it."""
+    if isinstance(e, InterpretationError):
+        return CliError(str(e), EXIT_FAIL, e.errors)
+    error = {"path": getattr(e, "path", ""), "message": str(e), "expression": getattr(e, "expression", None)}
+    return CliError(str(e), EXIT_FAIL, [error])
 
 
 async def evaluate(
@@ -65,17 +71,8 @@ async def evaluate(
                 continue
             try:
                 out.append(await ev.interpret(d, doc, pods, templates))
-            except InterpretationError as e:
-                out.append(CliError(str(e), EXIT_FAIL, e.errors))
-            except (EvaluationTimeout, EvaluationCrashed) as e:
-                errors = [
-                    {
-                        "path": getattr(e, "path", ""),
-                        "message": str(e),
-                        "expression": getattr(e, "expression", None),
-                    }
-                ]
-                out.append(CliError(str(e), EXIT_FAIL, errors))
+            except (InterpretationError, EvaluationTimeout, EvaluationCrashed) as e:
+                out.append(_failure(e))
     finally:
         await ev.close()
     return out

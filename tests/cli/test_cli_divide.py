@@ -7,20 +7,11 @@ from pathlib import Path
 
 import yaml
 
-import app.cli.main as cli
+from .test_cli_update import _run
 
 CATALOG = Path(__file__).resolve().parents[2] / "definitions"
 DEPLOYMENT = CATALOG / "apps/Deployment/v1/testdata/running.yaml"
 LWS = CATALOG / "leaderworkerset.x-k8s.io/LeaderWorkerSet/v1/testdata/available.yaml"
-
-
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as e:  # argparse
-        code = int(e.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_update_replicas(capsys):
