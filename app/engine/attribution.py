@@ -9,10 +9,10 @@ narrow pods by the instance id their instance selector reads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from ..karta.model import ComponentDefinition
 from .compiled import CompiledDefinition
 from .pods import PodError, PodInput, matches_type
 
@@ -49,13 +49,60 @@ def container_waiting_reason(pod: dict[str, Any]) -> str | None:
     return None
 
 
-def pod_row(pod: PodInput, component: str, instance: str | None) -> dict[str, Any]:
-    obj = pod.obj
+# C-level keys and reads: walk runs per component and instance, where generators cost the most.
+_BY_NAME = attrgetter("name")
+_ROW_ORDER = itemgetter("name", "component")
+_READY, _NODE = itemgetter("ready"), itemgetter("node")
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What placing pods reads of one interpretation's tree: its pod-bearing components in the
+    order the tree is walked, each with whether it is the root (its instances render as one row)
+    and whether pods are narrowed to instances by the id they declare (a non-root component with
+    a pod selector and instance ids)."""
+
+    steps: tuple[tuple[str, bool, bool], ...]  # (component, is_root, by instance)
+    sole_owner: bool  # the only component with a specDefinition claims every pod
+
+
+def layout_of(cd: CompiledDefinition, tree: dict[str, Any]) -> Layout:
+    bearing = set(cd.leaves)  # the pod-bearing components (`pod_bearing` walks the spec definition)
+    steps: list[tuple[str, bool, bool]] = []
+
+    def walk(node: dict[str, Any], is_root: bool) -> None:
+        name = node["name"]
+        if name in bearing:
+            c = cd.components[name]
+            multi = not is_root and c.pod_selector is not None and any(i["id"] is not None for i in node["instances"])
+            steps.append((name, is_root, multi))
+        for child in node["children"]:
+            walk(child, False)
+
+    walk(tree, True)
+    sole = sum(1 for c in cd.components.values() if c.spec_definition is not None) == 1
+    return Layout(tuple(steps), sole)
+
+
+class PodPart:
+    """What one pod contributes to a live view, computed from the pod alone (and the layout it is
+    placed in): its row's own fields, per pod-bearing component whether it claims the pod and the
+    instance id the pod declares, the warnings reading them gave, and its gang row.  A pod event
+    recomputes only its pod's part; the view is assembled from the parts (`assemble`)."""
+
+    __slots__ = ("gang", "name", "places", "row")
+
+    def __init__(self, name: str, row: dict[str, Any], places: dict[str, Place], gang: dict[str, Any] | None):
+        self.name, self.row, self.places, self.gang = name, row, places, gang
+
+
+# per component: (claimed, the instance id the pod declares, the claim's warning, the id's warning)
+Place = tuple[bool, "str | None", "str | None", "str | None"]
+
+
+def _row_fields(obj: dict[str, Any]) -> dict[str, Any]:
     ready = pod_ready(obj)
     row = {
-        "name": pod.name,
-        "component": component,
-        "instance": instance,
         "phase": (obj.get("status") or {}).get("phase"),
         "ready": ready,
         "node": (obj.get("spec") or {}).get("nodeName") or None,
@@ -68,63 +115,65 @@ def pod_row(pod: PodInput, component: str, instance: str | None) -> dict[str, An
     return row
 
 
-# C-level keys and reads: walk runs per component and instance, where generators cost the most.
-_BY_NAME = attrgetter("name")
-_ROW_ORDER = itemgetter("name", "component")
-_READY, _NODE = itemgetter("ready"), itemgetter("node")
+def pod_part(cd: CompiledDefinition, layout: Layout, p: PodInput, gang: dict[str, Any] | None = None) -> PodPart:
+    places: dict[str, Place] = {}
+    for name, _, multi in layout.steps:
+        c = cd.components[name]
+        sel = c.pod_selector.component_type_selector if c.pod_selector else None
+        claimed, claim_warning = False, None
+        if sel is None:
+            claimed = layout.sole_owner
+        else:
+            try:
+                claimed = matches_type(sel, p)
+            except PodError as e:
+                claim_warning = f"pod {p.name}: component {name}: {e}"
+        iid = id_warning = None
+        if claimed and multi:
+            isel = c.pod_selector.component_instance_selector if c.pod_selector is not None else None
+            if isel is not None and isel.id_path:  # else the pod cannot be placed
+                try:
+                    iid = p.single(isel.id_path)
+                except PodError as e:
+                    id_warning = f"pod {p.name}: component {name}: cannot read its instance: {e}"
+        places[name] = (claimed, iid, claim_warning, id_warning)
+    return PodPart(p.name, _row_fields(p.obj), places, gang)
 
 
-def attribute_pods(
-    cd: CompiledDefinition, values: dict[str, Any], pods: list[PodInput], tree: dict[str, Any], warnings: list[str]
-) -> dict[str, Any]:
-    sole_owner = sum(1 for c in cd.components.values() if c.spec_definition is not None) == 1
-    bearing = set(cd.leaves)  # the pod-bearing components (`pod_bearing` walks the spec definition)
+def assemble(layout: Layout, tree: dict[str, Any], parts: list[PodPart], warnings: list[str]) -> dict[str, Any]:
+    """The live view (reference `ResolveDescribe`) from the pods' parts, in their order: each
+    instance's `live` is set in `tree` (the caller's own copy), the warnings appended."""
+    multi = {name: m for name, _, m in layout.steps}
     rows: list[dict[str, Any]] = []
     placed: set[str] = set()
 
-    def claims(name: str, offered: list[PodInput]) -> list[PodInput]:
-        c = cd.components[name]
-        sel = c.pod_selector.component_type_selector if c.pod_selector else None
-        if sel is None:
-            return list(offered) if sole_owner else []
-        out = []
-        for p in offered:
-            try:
-                if matches_type(sel, p):
-                    out.append(p)
-            except PodError as e:
-                warnings.append(f"pod {p.name}: component {name}: {e}")
-        return out
-
-    def by_instance(name: str, c: ComponentDefinition, claimed: list[PodInput]) -> dict[str | None, list[PodInput]]:
-        """The claimed pods grouped by the instance id each declares (read once per pod)."""
-        sel = c.pod_selector.component_instance_selector if c.pod_selector is not None else None
-        ids: dict[str, str | None] = {}  # pod name -> its instance id (a later namesake wins)
-        for p in claimed:
-            if sel is None or not sel.id_path:
-                ids[p.name] = None  # no instance selector: the pod cannot be placed
-                continue
-            try:
-                ids[p.name] = p.single(sel.id_path)
-            except PodError as e:
-                ids[p.name] = None
-                warnings.append(f"pod {p.name}: component {name}: cannot read its instance: {e}")
-        groups: dict[str | None, list[PodInput]] = {}
-        for p in claimed:
-            groups.setdefault(ids[p.name], []).append(p)
-        return groups
-
-    def walk(node: dict[str, Any], offered: list[PodInput], is_root: bool) -> None:
+    def walk(node: dict[str, Any], is_root: bool) -> None:
         name = node["name"]
-        if name in bearing:
-            c = cd.components[name]
-            claimed = claims(name, offered)
-            instances = node["instances"]
-            multi = not is_root and c.pod_selector is not None and any(i["id"] is not None for i in instances)
-            groups = by_instance(name, c, claimed) if multi else None
-            for inst in instances:
-                mine = claimed if groups is None else groups.get(inst["id"], [])
-                inst_rows = [pod_row(p, name, inst["id"]) for p in sorted(mine, key=_BY_NAME)]
+        if name in multi:
+            claimed: list[PodPart] = []
+            for p in parts:
+                got, _, note, _ = p.places[name]
+                if note is not None:
+                    warnings.append(note)
+                if got:
+                    claimed.append(p)
+            groups: dict[str | None, list[PodPart]] | None = None
+            if multi[name]:
+                ids: dict[str, str | None] = {}  # pod name -> its instance id (a later namesake wins)
+                for p in claimed:
+                    _, iid, _, note = p.places[name]
+                    if note is not None:
+                        warnings.append(note)
+                    ids[p.name] = iid
+                groups = {}
+                for p in claimed:
+                    groups.setdefault(ids[p.name], []).append(p)
+            for inst in node["instances"]:
+                iid = inst["id"]
+                mine = claimed if groups is None else groups.get(iid, [])
+                inst_rows = [
+                    {"name": p.name, "component": name, "instance": iid, **p.row} for p in sorted(mine, key=_BY_NAME)
+                ]
                 rows.extend(inst_rows)
                 placed.update(map(_BY_NAME, mine))
                 inst["live"] = {
@@ -136,14 +185,32 @@ def attribute_pods(
                 if is_root:
                     break  # the root renders all its instances as one row
         for child in node["children"]:
-            walk(child, offered, False)
+            walk(child, False)
 
-    walk(tree, pods, True)
+    walk(tree, True)
     ready_names = {r["name"] for r in rows if r["ready"]}
     return {
         "current": len(placed),
         "ready": len(ready_names & placed),
         "desired": tree["totals"]["pods"] if tree["totals"] is not None else None,  # unknown when partial
         "pods": sorted(rows, key=_ROW_ORDER),
-        "unplaced": sorted(p.name for p in pods if p.name not in placed),
+        "unplaced": sorted(p.name for p in parts if p.name not in placed),
     }
+
+
+# -- as JSON: a shard writes parts to the store, an API replica assembles the view from them --------
+def layout_doc(layout: Layout) -> dict[str, Any]:
+    return {"steps": [list(s) for s in layout.steps], "soleOwner": layout.sole_owner}
+
+
+def layout_from(doc: dict[str, Any]) -> Layout:
+    return Layout(tuple((str(n), bool(r), bool(m)) for n, r, m in doc["steps"]), bool(doc["soleOwner"]))
+
+
+def part_doc(part: PodPart) -> dict[str, Any]:
+    return {"name": part.name, "row": part.row, "places": part.places, "gang": part.gang}
+
+
+def part_from(doc: dict[str, Any]) -> PodPart:
+    places = {k: (bool(v[0]), v[1], v[2], v[3]) for k, v in doc["places"].items()}
+    return PodPart(str(doc["name"]), doc["row"], places, doc["gang"])

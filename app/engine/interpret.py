@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
+import orjson
+
 from ..jqlang.inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
 from ..jqlang.jqbatch import Result
 from ..karta.load import Definition
 from ..karta.model import ComponentDefinition
 from .accelerators import ResourceRules, request_values
 from .accelerators import clamp as _clamp
-from .attribution import attribute_pods
+from .attribution import Layout, PodPart, assemble, layout_of, pod_part
 from .compiled import CompiledDefinition, compiled
 from .dependencies import Ref, dependencies, pod_spec_refs
 from .gang import ComponentFailed, group_pods, pods_gang, workload_gang
@@ -495,16 +497,89 @@ def interpret(
     `progress(stage, index)` is told which expression is about to run, so a supervisor that
     kills an overrunning evaluation can name the culprit.  `options`: the caller's accelerator
     rules and jq result cache (options.py)."""
-    if not definition.valid:
-        raise InterpretationError(
-            f"definition {definition.name} is invalid", [f.as_dict() for f in definition.findings if f.level == "error"]
-        )
+    _check_valid(definition)
     bad = envelope_problems(obj)
     if pods is not None:
         for i, pod in enumerate(pods):
             bad += [dict(e, path=f"pods[{i}]" + (f".{e['path']}" if e["path"] else "")) for e in pod_problems(pod)]
     if bad:
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
+    out, cd, values, owner_id = _interpret(obj, definition, progress, options, templates)
+    if pods is not None:
+        layout = layout_of(cd, out["tree"])
+        with_parts(out, layout, _pod_parts(cd, values, owner_id, layout, pods, progress, bool(out["gang"])))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class LiveBase:
+    """An interpretation without pods, with what placing pods on it reads.  Computed once per
+    version of the object and definition; each pod's part (`pod_parts`) and each live view
+    (`with_pods`) derive from it, so a pod that changes costs its own part and an assembly, never
+    the object's evaluation again."""
+
+    result: bytes  # the interpretation without pods, as JSON: each view is assembled on its own copy
+    cd: CompiledDefinition
+    values: dict[str, Any]
+    owner_id: str
+    layout: Layout
+    gang: bool  # the view has gang hints: each pod's part carries its gang row
+    phase: str  # `phase_of` the interpretation (logs, metric labels)
+    failed: tuple[str, ...]  # the parts its `errors` name (metric labels)
+
+
+def live_base(obj: dict[str, Any], definition: Definition, options: EngineOptions = DEFAULT_OPTIONS) -> LiveBase:
+    """What `interpret(obj, definition, pods)` computes before it reads any pod."""
+    _check_valid(definition)
+    bad = envelope_problems(obj)
+    if bad:
+        raise InterpretationError("the object is not a valid Kubernetes object", bad)
+    out, cd, values, owner_id = _interpret(obj, definition, None, options, False)
+    return LiveBase(
+        orjson.dumps(out),
+        cd,
+        values,
+        owner_id,
+        layout_of(cd, out["tree"]),
+        bool(out["gang"]),
+        phase_of(out),
+        tuple(e["part"] for e in out["errors"]),
+    )
+
+
+def pod_parts(base: LiveBase, pods: list[dict[str, Any]]) -> list[PodPart]:
+    """Each pod's part of a live view on `base` (their pod expressions in one batch).  Raises
+    InterpretationError for a pod that is not a valid Kubernetes object."""
+    bad = [e for pod in pods for e in pod_problems(pod)]
+    if bad:
+        raise InterpretationError("the object is not a valid Kubernetes object", bad)
+    return _pod_parts(base.cd, base.values, base.owner_id, base.layout, pods, None, base.gang)
+
+
+def with_pods(base: LiveBase, parts: list[PodPart]) -> dict[str, Any]:
+    """The interpretation with these pods (in this order: `interpret` takes them sorted by name
+    from a cluster), equal to `interpret(obj, definition, pods)`."""
+    out: dict[str, Any] = orjson.loads(base.result)
+    with_parts(out, base.layout, parts)
+    return out
+
+
+def _check_valid(definition: Definition) -> None:
+    if not definition.valid:
+        raise InterpretationError(
+            f"definition {definition.name} is invalid", [f.as_dict() for f in definition.findings if f.level == "error"]
+        )
+
+
+def _interpret(
+    obj: dict[str, Any],
+    definition: Definition,
+    progress: Progress | None,
+    options: EngineOptions,
+    templates: bool,
+) -> tuple[dict[str, Any], CompiledDefinition, dict[str, Any], str]:
+    """The interpretation without pods, the compiled definition and component values pods are
+    placed with, and the owner id gang groups are named by."""
     cd = compiled(definition)
     results = _results(cd.workload_index, _workload_results(cd, _checked_input(obj, cd), progress, options.jq_results))
 
@@ -583,9 +658,7 @@ def interpret(
                 for inst in v.instances
             ],
         }
-    if pods is not None:
-        _with_pods(out, cd, ctx.values, pods, owner_id, progress)
-    return out
+    return out, cd, ctx.values, owner_id
 
 
 def _template(inst: ExtractedInstance) -> dict[str, Any] | None:
@@ -600,19 +673,26 @@ def _template(inst: ExtractedInstance) -> dict[str, Any] | None:
     }
 
 
-def _with_pods(
-    out: dict[str, Any],
+def _pod_parts(
     cd: CompiledDefinition,
     values: dict[str, Any],
-    pods: list[dict[str, Any]],
     owner_id: str,
+    layout: Layout,
+    pods: list[dict[str, Any]],
     progress: Progress | None,
-) -> None:
+    gang: bool,
+) -> list[PodPart]:
     rows = cd.pods.run_many([_checked_pod_input(p, cd) for p in pods], (lambda i: progress(1, i)) if progress else None)
     inputs = [PodInput(p, _results(cd.pod_index, r)) for p, r in zip(pods, rows, strict=False)]
+    gangs = pods_gang(cd, values, inputs, owner_id) if gang else repeat(None)
+    return [pod_part(cd, layout, p, g) for p, g in zip(inputs, gangs, strict=False)]
+
+
+def with_parts(out: dict[str, Any], layout: Layout, parts: list[PodPart]) -> None:
+    """Complete `out`, an interpretation without pods (its own copy), with these pods' parts."""
     if out["gang"]:
-        per_pod = pods_gang(cd, values, inputs, owner_id)
+        per_pod = [dict(p.gang) for p in parts if p.gang is not None]
         out["gang"]["pods"] = per_pod
         if out["gang"].get("mode") == "podGroups":
             out["gang"]["groups"] = group_pods(per_pod)
-    out["live"] = attribute_pods(cd, values, inputs, out["tree"], out["warnings"])
+    out["live"] = assemble(layout, out["tree"], parts, out["warnings"])
