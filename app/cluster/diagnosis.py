@@ -23,7 +23,7 @@ import datetime as dt
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -452,17 +452,26 @@ def gang_minimum(result: dict[str, Any]) -> int | None:
 
 
 def row_reason(
-    result: dict[str, Any], pods: list[PodFacts], events: list[WarningEvent], *, ready: int | None, gang_min: int | None
+    result: dict[str, Any],
+    pods: Callable[[], list[PodFacts]],
+    events: Callable[[], list[WarningEvent]],
+    *,
+    ready: int | None,
+    gang_min: int | None,
 ) -> str | None:
     """A list row's `reason`: the top diagnosis entry of an interpretation without pods (its
-    phase and desired count), its pods and Events, without placing pods on components."""
+    phase and desired count), its pods and Events, without placing pods on components.  Pods
+    and Events are gathered only for a workload that is not settled (most rows are)."""
     st, totals = result.get("status"), result.get("totals")
+    phase, desired = st["phase"] if st else None, totals["pods"] if totals else None
+    if settled(phase, ready, desired):
+        return None
     entries = diagnose(
-        pods,
-        [(e, None) for e in events],
-        phase=st["phase"] if st else None,
+        pods(),
+        [(e, None) for e in events()],
+        phase=phase,
         ready=ready,
-        desired=totals["pods"] if totals else None,
+        desired=desired,
         gang_min=gang_min,
     )
     return entries[0]["reason"] if entries else None

@@ -403,8 +403,8 @@ class Workloads(Reader):
                 related = await self._related(events[1], uid, [c for _, c in pods], index)
                 out["reason"] = row_reason(
                     result,
-                    [pod_facts(p, frozenset(c)) for p, c in pods],
-                    related,
+                    lambda: [pod_facts(p, frozenset(c)) for p, c in pods],
+                    lambda: related,
                     ready=ready.get(uid),
                     gang_min=gang_minimum(result),
                 )

@@ -34,7 +34,7 @@ from .worker import READY, worker_main
 log = logging.getLogger("wlmap.evaluator")
 _ctx = mp.get_context("spawn")  # no fork: the server has threads and an event loop
 
-# True inside a model's own loops (interpreting changes, warming answers ahead of reads): work
+# True inside a model's own loops (interpreting changes): work
 # done for no caller, which the pool never lets take its last worker from callers.
 BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("wlmap_background", default=False)
 

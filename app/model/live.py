@@ -65,6 +65,7 @@ from ..engine.pool import BACKGROUND  # this model's loops evaluate for no calle
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
+from .answers import Answers, Export, PartsEngine
 from .capacity import CapacityReads, ClusterCapacity
 from .events import EventLog, TokenError
 from .kinds import GK, KindWatch
@@ -146,11 +147,9 @@ class LiveModel(CapacityReads, Reader):
         self._planning = True
         # the latest live interpretation per workload uid (deflated), with what it was computed from
         self._live: LRUCache[str, tuple[tuple[Any, ...], bytes, Context | None]] = LRUCache(maxsize=2048)
-        # Workloads whose live interpretation is to be computed ahead of a read (after the first
-        # sync, in the idle time between changes), so a read finds it ready: about 4 ms of jq per
-        # JobSet with its pods, paid in the background instead of by the caller.
-        self._warm: dict[str, None] = {}
-        self.warm_ahead = True
+        # Definitions evaluated in this process: answers assembled from a base per object version
+        # and a part per pod (answers.py), so a pod event costs no evaluation until a read.
+        self.answer_parts = Answers(interpret) if isinstance(interpret, PartsEngine) else None
         # single-workload streams: (group, kind, namespace, name) -> their wake-ups, and what each
         # token they were sent stands for (for resumes)
         self.watchers: dict[tuple[str, str, str, str], set[asyncio.Event]] = {}
@@ -181,7 +180,6 @@ class LiveModel(CapacityReads, Reader):
         self._stop = stop
         self._tasks.append(asyncio.create_task(self._plan_loop(), name="model-plan"))
         self._tasks.append(asyncio.create_task(self._process_loop(), name="model-process"))
-        self._tasks.append(asyncio.create_task(self._warm_loop(), name="model-warm"))
         if self.warning_events > 0:
             for ns in self.namespaces or (None,):
                 inf = Informer(
@@ -296,6 +294,13 @@ class LiveModel(CapacityReads, Reader):
             "pending": len(self._dirty),
             "interpretations": self.interpretations,
             "answersReady": len(self._live),
+            "answerParts": {
+                "bases": len(self.answer_parts.entries),
+                "basesComputed": self.answer_parts.bases_computed,
+                "podPartsComputed": self.answer_parts.parts_computed,
+            }
+            if self.answer_parts is not None
+            else None,
             "warningEvents": {
                 "kept": len(self.warnings),
                 "evicted": self.warnings.evictions,
@@ -558,6 +563,8 @@ class LiveModel(CapacityReads, Reader):
         ]
 
     def warnings_of(self, uid: str) -> list[Any]:
+        if not self.warnings:  # none kept (most of the time): no walk down the workload
+            return []
         return self.warnings.of({uid} | self.graph.descendants(uid))
 
     def _reason(self, uid: str, state: WorkloadState, ready: int | None) -> str | None:
@@ -566,8 +573,8 @@ class LiveModel(CapacityReads, Reader):
             return None
         return row_reason(
             state.facts["result"],
-            self.pod_facts(uid),
-            self.warnings_of(uid),
+            lambda: self.pod_facts(uid),
+            lambda: self.warnings_of(uid),
             ready=ready,
             gang_min=state.facts.get("gangMin"),
         )
@@ -605,6 +612,10 @@ class LiveModel(CapacityReads, Reader):
             n += 1
             if n % 25 == 0 or (seq != self.events.seq and self.events.subscribers):
                 await asyncio.sleep(0)  # requests keep being answered, streams keep up with a burst
+        if n > 64:
+            # A set keeps the table of its largest size, and each pop scans it from the start for
+            # an entry: after a sync's thousands, every later pop paid ~18 µs.  A fresh one is small.
+            self._dirty = set()
 
     def _kind_of(self, obj: Obj) -> KindWatch | None:
         return self.kinds.get((obj.group, obj.kind))
@@ -639,8 +650,6 @@ class LiveModel(CapacityReads, Reader):
             return
         assert obj is not None and kw is not None and kw.definition is not None
         state = state or self.states.setdefault(uid, WorkloadState())
-        if self.warm_ahead:
-            self._warm[uid] = None  # it, or its pods, changed: its live answer too
         await self._interpret(obj, kw.definition, state)
         ready = self.graph.ready_count(uid)
         row = self._row(obj, state, ready)
@@ -657,32 +666,6 @@ class LiveModel(CapacityReads, Reader):
         if self.exporter is not None:
             self.exporter(uid)
 
-    async def _warm_loop(self) -> None:
-        """Compute live answers ahead of reads, one at a time, only while no change waits (changes
-        come first) and only while every workload's answer fits the cache (else it would evict
-        what it warmed)."""
-        assert self._stop is not None
-        BACKGROUND.set(True)
-        while not self._stop.is_set():
-            if self.synced_at is None or not self._warm or self._dirty:
-                await sleep_or_stop(self._stop, 0.05)
-                continue
-            if len(self.states) > self._live.maxsize:
-                self._warm.clear()
-                continue
-            uid = next(iter(self._warm))
-            del self._warm[uid]
-            obj = self.graph.by_uid.get(uid)
-            kw = self._kind_of(obj) if obj is not None else None
-            state = self.states.get(uid)
-            if obj is None or kw is None or kw.definition is None or state is None or state.row is None:
-                continue
-            try:
-                await self.live_result(kw, obj, self.definition_for(kw.resource.gvk), True)
-            except Exception:
-                pass
-            await asyncio.sleep(0)  # requests first
-
     async def _interpret(self, obj: Obj, d: Definition, state: WorkloadState) -> None:
         if state.rv == obj.rv and state.digest == d.digest and (state.facts is not None or state.error):
             return
@@ -691,7 +674,8 @@ class LiveModel(CapacityReads, Reader):
         body = obj.object()
         state.labels = (body.get("metadata") or {}).get("labels") or None
         try:
-            result = await self.interpret(d, body, None)
+            entry = self.answer_parts.base(obj, d, body) if self.answer_parts is not None else None
+            result = orjson.loads(entry.base.result) if entry is not None else await self.interpret(d, body, None)
         except Exception as e:
             if getattr(e, "status", None) == 503:  # no evaluation worker was free: not an answer, ask again
                 state.rv = ""  # the last answer stands until then (the first time, the row says why it has none)
@@ -819,12 +803,15 @@ class LiveModel(CapacityReads, Reader):
         hit = self._live.get(obj.uid)
         if hit is not None and hit[0] == sig:
             return inflate(hit[1]), hit[2]
-        body = obj.object()
-        result = await self.interpret(d, body, [p.object() for p in pods] if pods is not None else None)
-        ctx = None
-        if pods is not None:
-            result.setdefault("live", {}).update(generic_flags(body))
-            ctx = context_of(result)
+        result = None
+        if self.answer_parts is not None:
+            result = self.answer_parts.answer(obj, d, pods) if pods is not None else self.answer_parts.result(obj, d)
+        if result is None:
+            body = obj.object()
+            result = await self.interpret(d, body, [p.object() for p in pods] if pods is not None else None)
+            if pods is not None:
+                result.setdefault("live", {}).update(generic_flags(body))
+        ctx = context_of(result) if pods is not None else None
         out = orjson.dumps(result)
         self._live[obj.uid] = (sig, deflate(out), ctx)  # kept deflated: a fifth of the size
         return out, ctx
@@ -863,25 +850,30 @@ class LiveModel(CapacityReads, Reader):
             )
         return seen[1]
 
-    async def export(
-        self, uid: str, held_rv: str | None = None
-    ) -> tuple[dict[str, Any], str, bytes | None, bytes, bytes] | None:
-        """What the store keeps of a published workload (None: it has no row now): its row, the
-        object's resourceVersion and the object as kept (JSON; None when the store holds it at
-        `held_rv` already), its live answer with pods (JSON), and its diagnosis with and without
-        Events (JSON), so an API replica answers any caller as this model would."""
+    async def export(self, uid: str, held_rv: str | None = None) -> Export | None:
+        """What the store keeps of a published workload (None: it has no row now), so an API replica
+        answers any caller as this model would: its row, the object as kept (None when the store
+        holds it at `held_rv` already), and its live answer in parts (answers.py `Export`)."""
         obj = self.graph.by_uid.get(uid)
         kw = self._kind_of(obj) if obj is not None else None
         state = self.states.get(uid)
         if obj is None or kw is None or kw.definition is None or state is None or state.row is None:
             return None
-        body, ctx = await self.live_answer(kw, obj, self.definition_for(kw.resource.gvk), True)
+        d = self.definition_for(kw.resource.gvk)
+        kept = None if held_rv == obj.rv else exact(orjson.dumps(obj.object()))
+        pods = sorted(self.graph.pods_of(uid), key=lambda p: p.name)
+        got = self.answer_parts.current(obj, d, pods) if self.answer_parts is not None else None
+        if got is not None:
+            entry, parts = got
+            return Export(
+                state.row, obj.rv, kept, entry, list(zip(pods, parts, strict=True)), self.warnings_of(uid), self.graph
+            )
+        body, ctx = await self.live_answer(kw, obj, d, True)  # evaluated out of process: the answer whole
         diag = None
         if ctx is not None:
-            pods = self.pod_facts(uid)
-            diag = {"events": explain(ctx, pods, self.warnings_of(uid)), "pods": explain(ctx, pods, [])}
-        kept = None if held_rv == obj.rv else exact(orjson.dumps(obj.object()))
-        return state.row, obj.rv, kept, body, orjson.dumps(diag)
+            facts = self.pod_facts(uid)
+            diag = {"events": explain(ctx, facts, self.warnings_of(uid)), "pods": explain(ctx, facts, [])}
+        return Export(state.row, obj.rv, kept, None, [], [], self.graph, whole=(body, orjson.dumps(diag)))
 
     async def summaries(self, namespace: str | None, kind: str | None = None, *, allow: Allow) -> dict[str, Any]:
         """GET /workloads from memory (the rules of Workloads.summaries)."""

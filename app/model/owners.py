@@ -38,6 +38,10 @@ class OwnerGraph:
         self.pods: set[str] = set()
         self.workloads: set[str] = set()
         self.children: dict[str, set[str]] = {}  # controller uid -> uids of the objects it controls
+        # workload uid -> its Ready pods, kept as chains and readiness change (a pod event costs
+        # its chain's length, not its workload's size); `_counted`: the pods counted, in which chain
+        self.ready: dict[str, int] = {}
+        self._counted: dict[str, tuple[str, ...]] = {}
 
     # -- changes ---------------------------------------------------------------------------
     def put(self, obj: Obj, *, pod: bool, workload: bool) -> set[str]:
@@ -85,7 +89,7 @@ class OwnerGraph:
         return [self.by_uid[p] for p in self.member_uids(uid) if p in self.by_uid]
 
     def ready_count(self, uid: str) -> int:
-        return sum(1 for p in self.member_uids(uid) if (o := self.by_uid.get(p)) is not None and o.ready)
+        return self.ready.get(uid, 0)
 
     def descendants(self, uid: str) -> set[str]:
         """The objects under `uid` along controller references (intermediate owners and pods,
@@ -170,6 +174,7 @@ class OwnerGraph:
 
     def _set_chain(self, pod: str, chain: frozenset[str]) -> set[str]:
         old = frozenset(self.chains.get(pod, ()))
+        self._count(pod, chain)
         if chain:
             self.chains[pod] = tuple(chain)
         else:
@@ -183,6 +188,21 @@ class OwnerGraph:
         for w in chain - old - {pod}:
             self.members.setdefault(w, set()).add(pod)
         return set(chain | old)  # its readiness counts for all of them
+
+    def _count(self, pod: str, chain: frozenset[str]) -> None:
+        """The pod's readiness counted in its chain as it is now (and no longer in the one before)."""
+        ready = self.ready
+        for w in self._counted.pop(pod, ()):
+            n = ready[w] - 1
+            if n:
+                ready[w] = n
+            else:
+                del ready[w]
+        obj = self.by_uid.get(pod)
+        if chain and obj is not None and obj.ready:
+            counted = self._counted[pod] = tuple(chain)
+            for w in counted:
+                ready[w] = ready.get(w, 0) + 1
 
     def _record_walk(self, uid: str, touched: set[str]) -> None:
         for t in set(self._walked.get(uid, ())) - touched:

@@ -1109,7 +1109,12 @@ class ModelStatus(_M):
     workloads: int | None = None
     pending: int | None = Field(None, description="changes received and not yet applied")
     interpretations: int | None = None
-    answersReady: int | None = Field(None, description="live answers (with pods) computed ahead of reads and kept")
+    answersReady: int | None = Field(None, description="live answers (with pods) kept for the next read")
+    answerParts: dict[str, int] | None = Field(
+        None,
+        description="what live answers are assembled from: the bases kept (interpretations without pods), "
+        "and how many bases and pod parts were computed (null: every definition is evaluated out of process)",
+    )
     warningEvents: dict[str, Any] | None = Field(
         None, description="Warning Events kept for the diagnosis: kept, evicted (bounds), the informers"
     )

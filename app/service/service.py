@@ -16,14 +16,15 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
-from ..engine.interpret import InterpretationError, phase_of
+from ..engine.attribution import PodPart
+from ..engine.interpret import InterpretationError, LiveBase, live_base, phase_of, pod_parts
 from ..engine.options import EngineOptions
 from ..engine.pool import (
     EvaluationBusy,
@@ -143,7 +144,7 @@ class Service:
         restore_signals = stop_on_signal(self.stop)  # SIGTERM: streams end at once, not at the timeout
         self.background.append(asyncio.create_task(self.streams.end_on(self.stop)))
         if self.cluster_wanted:
-            self.cluster = await Cluster.connect(self.store, settings, self.evaluate)
+            self.cluster = await Cluster.connect(self.store, settings, ModelEvaluation(self))
             self.cluster.start(self.stop)
             if settings.cache:
                 self.background.append(asyncio.create_task(self.warm_metrics(self.cluster.model)))
@@ -293,9 +294,17 @@ class Service:
     async def evaluate(
         self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None, templates: bool = False
     ) -> dict[str, Any]:
+        with self._evaluation(d):
+            result = await self.evaluator.interpret(d, obj, pods, templates)
+        self._counted(d, phase_of(result), [e["part"] for e in result.get("errors") or []])
+        return result
+
+    @contextlib.contextmanager
+    def _evaluation(self, d: Definition) -> Iterator[None]:
+        """An evaluation's failures as the problems a caller is answered with (counted)."""
         label, metrics = metric_label(d), self.metrics
         try:
-            result = await self.evaluator.interpret(d, obj, pods, templates)
+            yield
         except InterpretationError as e:
             metrics.interpretation_errors.labels(label, "definition").inc()
             raise ProblemError(422, "interpretation-failed", "Interpretation failed", str(e), e.errors) from None
@@ -319,10 +328,13 @@ class Service:
         except EvaluationCrashed as e:
             metrics.interpretation_errors.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
-        metrics.interpretations.labels(label, phase_of(result)).inc()
-        for err in result.get("errors") or []:
-            metrics.partial_parts.labels(label, err["part"]).inc()
-        return result
+
+    def _counted(self, d: Definition, phase: str, failed: Sequence[str]) -> None:
+        """An interpretation made: its phase, and each part that could not be computed."""
+        label, metrics = metric_label(d), self.metrics
+        metrics.interpretations.labels(label, phase).inc()
+        for part in failed:
+            metrics.partial_parts.labels(label, part).inc()
 
     # -- cluster ---------------------------------------------------------------------------
     def need_cluster(self, what: str) -> Cluster:
@@ -501,3 +513,28 @@ class Service:
                     ],
                 )
         return lookup_problem(e)
+
+
+class ModelEvaluation:
+    """How the live models evaluate (model/answers.py `PartsEngine`): every interpretation as
+    `Service.evaluate` makes it, and for a definition evaluated in this process the base of a live
+    view and its pods' parts, with the same problems and counts."""
+
+    def __init__(self, service: Service):
+        self.service = service
+
+    async def __call__(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
+        return await self.service.evaluate(d, obj, pods)
+
+    def live_base(self, d: Definition, obj: dict[str, Any]) -> LiveBase | None:
+        s = self.service
+        if s.evaluator.isolated(d):
+            return None
+        with s._evaluation(d):
+            base = live_base(obj, d, s.evaluator.options)
+        s._counted(d, base.phase, base.failed)
+        return base
+
+    def pod_parts(self, base: LiveBase, pods: list[dict[str, Any]]) -> list[PodPart]:
+        with self.service._evaluation(base.cd.definition):
+            return pod_parts(base, pods)

@@ -6,9 +6,11 @@ One *unit* is what one shard owns: a cluster, or one namespace bucket of it (`cl
 * `rows`: the summary row (what lists and list streams show),
 * `facts`: what the workload metrics read beside the row (totals, gang minimum),
 * `obj`: the object as the model keeps it (projected, deflated), for `pods=false` and `ref` reads,
-* `live`: the full live interpretation with its pods (deflated), what GET one answers,
-* `diag`: its diagnosis, with and without Events (the caller's rights pick one),
-* `sig`: a digest of each `live` and `obj` value, so a new owner rewrites only what changed,
+* `live`, `pods`, `parts`, `warn`: the live answer in parts (answers.py): the interpretation
+  without pods, the pods in name order, each pod's part (keyed by the row field and the pod's uid), the
+  Warning Events its diagnosis reads; an API replica assembles GET one from them,
+* `sig`: the object's resourceVersion and a digest of what the answer is assembled from, so a new
+  owner rewrites only what changed,
 * `meta`: owner, fencing epoch, heartbeat, sync state, the kinds the unit's cluster serves,
   the version of its capacity (`capacity`);
 * `nodes`, `cap`: the cluster's capacity as the unit's shard keeps it: each node's view, and what

@@ -2,9 +2,9 @@
 
 The lookup rules are the Reader's (cluster/reader.py), as for the live model and direct reads;
 objects are the rows the hub mirrors (mirror.py), and one workload's answer is read from the
-store when asked: the live answer with its pods and both forms of its diagnosis, as its shard
-computed them (the caller's rights pick the form), or for `pods=false` the object as the shard
-keeps it, interpreted here.  Answers say how fresh they are: `watching` is false while a unit's
+store when asked: the live answer assembled from the parts its shard wrote (answers.py) with the
+diagnosis the caller's rights allow, or for `pods=false` the object as the shard keeps it,
+interpreted here.  Answers say how fresh they are: `watching` is false while a unit's
 owner has not sent a heartbeat for a while (it died, and no other shard has taken it over yet);
 rows are then still answered, as last written.
 
@@ -33,6 +33,7 @@ from ..model.live import Interpret, known_kinds, summarize
 from ..model.packing import inflate
 from ..model.protocol import NotSynced
 from . import keys
+from .answers import part_field, view
 from .capacity import StoreCapacity, merged
 from .connection import ERRORS
 from .errors import AnswerPending, StoreUnavailable
@@ -271,6 +272,12 @@ class StoreModel(CapacityReads, Reader):
         except ERRORS as e:
             raise StoreUnavailable(e) from None
 
+    async def _hmget(self, unit: str, what: str, fields: list[str]) -> list[bytes | None]:
+        try:
+            return list(await self.hub.redis.hmget(keys.key(unit, what), fields))
+        except ERRORS as e:
+            raise StoreUnavailable(e) from None
+
     async def describe(
         self,
         namespace: str,
@@ -284,15 +291,20 @@ class StoreModel(CapacityReads, Reader):
     ) -> bytes:
         found = await self.locate(namespace, name, kind, api_version, allow=allow, with_pods=with_pods)
         if with_pods:
-            live, diag = await self._hget(found, "live", "diag")
-            if live is None:
+            live, listed, warn = await self._hget(found, "live", "pods", "warn")
+            parts: list[bytes | None] = []
+            if listed is not None:
+                unit, field = found.item
+                uids = [part_field(field, uid) for _, uid in orjson.loads(listed)]
+                parts = await self._hmget(unit, "parts", uids) if uids else []
+            notes: list[str] = []
+            events = await events_shown(allow, found.namespace or None, notes)
+            got = view(live, parts, warn, events) if live is not None and listed is not None else None
+            if got is None:
                 raise _answer_pending(found)
-            body = inflate(live)
-            entries = orjson.loads(diag) if diag else None
-            if entries is not None:  # its shard computed both forms: the caller's rights pick one
-                notes: list[str] = []
-                events = await events_shown(allow, found.namespace or None, notes)
-                body = with_diagnosis(body, orjson.dumps(entries["events" if events else "pods"]), notes)
+            body, entries = got
+            if entries is not None:  # the diagnosis the caller's rights allow (with Events or without)
+                body = with_diagnosis(body, orjson.dumps(entries), notes)
         else:
             d = definition_for(self.registry(), found.resource.gvk)
             body = orjson.dumps(await self.interpret(d, await self.body(found), None))

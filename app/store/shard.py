@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 import uuid
@@ -30,7 +29,8 @@ from ..karta.registry import Registry
 from ..model.events import Event, EventLog
 from ..model.live import LiveModel, row_key
 from ..model.packing import deflate
-from . import keys
+from . import answers, keys
+from .answers import Written, part_field
 from .capacity import CapacityExport
 from .connection import ERRORS
 from .writer import Fenced, Ops, UnitWriter
@@ -43,16 +43,6 @@ log = logging.getLogger("wlmap.shard")
 HEARTBEAT = 2.0  # seconds between a unit's heartbeats (readers call a unit stale after STALE)
 STALE = 6.0  # three heartbeats missed: readers say `watching: false` (the Lease expires later, at 15 s)
 EXPORT_BATCH = 32  # live answers computed per pass at most; a row change waiting ends the pass
-
-
-def _sig(rv: str, *parts: bytes) -> bytes:
-    """What the store holds of a workload's answer: the object's resourceVersion (the object is
-    rewritten only when it moves), then a digest of the live answer and diagnosis."""
-    h = hashlib.blake2b(digest_size=16)
-    for p in parts:
-        h.update(len(p).to_bytes(8, "little"))
-        h.update(p)
-    return rv.encode() + b"|" + h.digest()
 
 
 def _held_rv(sig: bytes | None) -> str | None:
@@ -68,6 +58,10 @@ class ClusterPart:
         self.writers: dict[int, UnitWriter] = {}
         self.known: dict[int, dict[str, bytes]] = {}  # bucket -> row field -> row JSON, as the store holds it
         self.sigs: dict[int, dict[str, bytes]] = {}  # bucket -> row field -> digest of its answer in the store
+        # bucket -> row field -> its answer's parts as the store holds them (answers.py), once this
+        # shard wrote them or found them equal; `podlists`: the pod lists a previous owner left
+        self.written: dict[int, dict[str, Written]] = {}
+        self.podlists: dict[int, dict[str, bytes]] = {}
         self.pending: dict[str, None] = {}  # workload uids whose answer is due
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -120,7 +114,6 @@ class ClusterPart:
             sub.wake.set()
 
         m.exporter = due
-        m.warm_ahead = False  # answers are computed for the store, as they change
 
         def capacity_changed(node: str | None) -> None:  # the first change after a write wakes the loop
             if self.capacity.touch(node):
@@ -235,7 +228,8 @@ class ClusterPart:
         for w in self.writers.values():
             await w.claim()
         for b, w in self.writers.items():
-            self.known[b], self.sigs[b] = await w.held()
+            self.known[b], self.sigs[b], self.podlists[b] = await w.held()
+            self.written[b] = {}
         self.capacity.held(await self.writers[self.primary].held_nodes())
         ops = {b: Ops() for b in self.writers}
         for b, o in ops.items():  # another bucket's shard may have written capacity there: ours counts it
@@ -298,9 +292,13 @@ class ClusterPart:
 
     def _gone(self, o: Ops, b: int, field: str) -> None:
         row = self.known[b].pop(field, None)
-        for f in ("rows", "facts", "obj", "live", "diag", "sig"):
+        for f in ("rows", "facts", "obj", "live", "pods", "warn", "sig"):
             o.hdel(f, field)
         self.sigs[b].pop(field, None)
+        for uid in self._pods_held(b, field):
+            o.hdel("parts", part_field(field, uid))
+        self.written[b].pop(field, None)
+        self.podlists[b].pop(field, None)
         if row is not None:
             o.xadd("DELETED", field, row)
 
@@ -342,7 +340,7 @@ class ClusterPart:
             await self._write(ops)
             ops = {b: Ops() for b in self.writers}
         for i, uid in enumerate(list(self.pending)[:EXPORT_BATCH]):
-            if i and not sub.queue.empty():  # a row changed meanwhile: rows go first (answers are ~4 ms each)
+            if i and not sub.queue.empty():  # a row changed meanwhile: rows go first
                 break
             del self.pending[uid]
             await self._export(m, uid, ops)
@@ -367,7 +365,7 @@ class ClusterPart:
         self.writes += 1
 
     async def _export(self, m: LiveModel, uid: str, ops: dict[int, Ops]) -> None:
-        """A workload's answer into `ops`, when it differs from what the store holds."""
+        """A workload's answer into `ops`: the parts that differ from what the store holds."""
         obj_ = m.graph.by_uid.get(uid)
         held = None
         if obj_ is not None:
@@ -375,30 +373,42 @@ class ClusterPart:
             if b0 in self.sigs:
                 held = _held_rv(self.sigs[b0].get(keys.row_field(obj_.group, obj_.kind, obj_.namespace, obj_.name)))
         try:
-            got = await m.export(uid, held)
+            x = await m.export(uid, held)
         except Exception as e:
             if getattr(e, "status", None) == 503:
                 self.pending[uid] = None  # no evaluation worker was free: later
             return
-        if got is None:
+        if x is None:
             return
-        row, rv, obj, live, diag = got
-        g, k, ns, name = row_key(row)
+        g, k, ns, name = row_key(x.row)
         b = self.bucket(ns)
         if b not in self.writers:
             return
         field = keys.row_field(g, k, ns, name)
-        sig = _sig(rv, live, diag)
-        if self.sigs[b].get(field) == sig:
-            return
+        now, sig, sets, dels = answers.plan(
+            x, field, self.written[b].get(field), self.sigs[b].get(field), self._pods_held(b, field)
+        )
+        self.written[b][field] = now
+        self.podlists[b].pop(field, None)
+        if sig is None:
+            return  # the store holds it so (as written, or as a previous owner left it)
         o = ops[b]
-        if obj is not None:
-            o.hset("obj", field, deflate(obj))
-        o.hset("live", field, deflate(live))
-        o.hset("diag", field, diag)
-        o.hset("sig", field, sig)
+        if x.kept is not None:
+            o.hset("obj", field, deflate(x.kept))
+        for what, key, value in sets:
+            o.hset(what, key, value)
+        for what, key in dels:
+            o.hdel(what, key)
         o.xadd("INTERPRETED", field)
         self.sigs[b][field] = sig
+
+    def _pods_held(self, b: int, field: str) -> set[str]:
+        """The pods whose parts the store holds for a workload (as written, or as a previous owner left them)."""
+        was = self.written[b].get(field)
+        if was is not None:
+            return set(was.pods)
+        listed = self.podlists[b].get(field)
+        return {uid for _, uid in orjson.loads(listed)} if listed else set()
 
 
 class Shard:

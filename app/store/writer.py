@@ -19,9 +19,9 @@ import redis.asyncio as aioredis
 
 from . import keys
 
-# KEYS: meta, stream, rows, facts, obj, live, diag, sig, nodes, cap.  ARGV: owner, epoch, maxlen,
-# unit, cluster, then operations: HSET <key index> <field> <value> | HDEL <key index> <field> |
-# DEL <key index> | XADD <type> <row field> <object> <resource>.
+# KEYS: meta, stream, then FIELDS' keys (rows, facts, obj, live, pods, parts, warn, sig, nodes, cap).
+# ARGV: owner, epoch, maxlen, unit, cluster, then operations: HSET <key index> <field> <value> |
+# HDEL <key index> <field> | DEL <key index> | XADD <type> <row field> <object> <resource>.
 _WRITE = """
 local meta = KEYS[1]
 if redis.call('HGET', meta, 'owner') ~= ARGV[1] or redis.call('HGET', meta, 'epoch') ~= ARGV[2] then
@@ -71,7 +71,7 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'epoch', ARGV[2], 'synced', '0', '
 return 1
 """
 
-FIELDS = ("rows", "facts", "obj", "live", "diag", "sig", "nodes", "cap")  # a unit's keys beside meta
+FIELDS = ("rows", "facts", "obj", "live", "pods", "parts", "warn", "sig", "nodes", "cap")  # a unit's keys beside meta
 _INDEX = {f: i + 1 for i, f in enumerate(("meta", "stream", *FIELDS))}
 
 
@@ -124,13 +124,14 @@ class UnitWriter:
             raise Fenced(f"unit {self.unit}: the store names another owner (or lost its data)")
         return int(n)
 
-    async def held(self) -> tuple[dict[str, bytes], dict[str, bytes]]:
-        """What the store holds for this unit: rows and interpretation digests, by row field."""
+    async def held(self) -> tuple[dict[str, bytes], dict[str, bytes], dict[str, bytes]]:
+        """What the store holds for this unit, by row field: rows, answer digests, pod lists."""
         async with self.redis.pipeline(transaction=False) as p:
-            p.hgetall(self.keys[2])
-            p.hgetall(self.keys[7])
-            rows, sigs = await p.execute()
-        return ({k.decode(): v for k, v in rows.items()}, {k.decode(): v for k, v in sigs.items()})
+            for f in ("rows", "sig", "pods"):
+                p.hgetall(self.keys[_INDEX[f] - 1])
+            got = await p.execute()
+        rows, sigs, pods = ({k.decode(): v for k, v in h.items()} for h in got)
+        return rows, sigs, pods
 
     async def held_nodes(self) -> dict[str, bytes]:
         """The node records the store holds for this unit (capacity.py), by node name."""

@@ -309,17 +309,25 @@ def _evaluations(c: httpx.Client) -> float:
                if ln.startswith("wlmap_interpretations_total{"))
 
 
-def test_live_answers_are_computed_ahead_of_reads(service: Server, kubectl: Kubectl, world: dict) -> None:
-    """After a change the model computes the workload's answer with its pods in the background, so
-    the next read finds it ready and evaluates nothing."""
+def test_a_pod_change_costs_its_part_not_an_evaluation(service: Server, kubectl: Kubectl, world: dict) -> None:
+    """The model evaluates a workload once per version of its object (for its row); a read
+    assembles the answer from that base and its pods' parts, and after one pod changes the next
+    read computes that pod's part alone: the workload is not evaluated again."""
     with service.client() as c:
-        ready = _model(service)["answersReady"]
-        made = _jobset_with_pods(kubectl, NS, "ahead")
-        _, took = eventually(lambda: _model(service)["answersReady"] > ready, timeout=5,
-                             what="the new workload's answer computed ahead")
-        before = _evaluations(c)
-        body = c.get(f"/workloads/{NS}/ahead").json()
-        assert body["workload"]["uid"] == made["metadata"]["uid"] and body["live"]["current"] == 5
+        made = _jobset_with_pods(kubectl, NS, "parts")
+        eventually(lambda: c.get(f"/workloads/{NS}/parts").json()["live"]["current"] == 5, timeout=10,
+                   what="the new workload's answer with its pods")
+        before, counts = _evaluations(c), _model(service)["answerParts"]
+        pod = kubectl.get("v1", "Pod", NS, "parts-trainer-0-0")
+        kubectl.set_status(pod, {**pod["status"], "conditions": [{"type": "PodScheduled", "status": "True"},
+                                                          {"type": "Ready", "status": "False"}]})
+        body = eventually(lambda: (b := c.get(f"/workloads/{NS}/parts").json())["live"]["ready"] == 3 and b,
+                          timeout=10, what="the pod's change in the answer")[0]
+        assert body["workload"]["uid"] == made["metadata"]["uid"]
+        row = next(p for p in body["live"]["pods"] if p["name"] == "parts-trainer-0-0")
+        assert row["ready"] is False and row["instance"] == "trainer"
+        after = _model(service)["answerParts"]
         assert _evaluations(c) == before, "the read evaluated the workload again"
-        print(f"answer ready {took:.3f} s after the writes")
-        kubectl.delete("jobset.x-k8s.io/v1alpha2", "JobSet", NS, "ahead")
+        assert after["basesComputed"] == counts["basesComputed"]
+        assert after["podPartsComputed"] - counts["podPartsComputed"] == 1, (counts, after)
+        kubectl.delete("jobset.x-k8s.io/v1alpha2", "JobSet", NS, "parts")
