@@ -49,7 +49,7 @@ def _engine(reg: Any) -> Any:
         return interpret(obj, d, pods)
 
     try:
-        from app.engine.interpret import live_base, pod_parts
+        from app.engine.interpret import live_base_and_result, pod_parts
     except ImportError:
         return evaluate
 
@@ -58,7 +58,7 @@ def _engine(reg: Any) -> Any:
             return interpret(obj, d, pods)
 
         def live_base(self, d: Any, obj: dict[str, Any]) -> Any:
-            return live_base(obj, d)
+            return live_base_and_result(obj, d)
 
         def pod_parts(self, base: Any, pods: list[dict[str, Any]]) -> Any:
             return pod_parts(base, pods)

@@ -530,12 +530,19 @@ class LiveBase:
 
 def live_base(obj: dict[str, Any], definition: Definition, options: EngineOptions = DEFAULT_OPTIONS) -> LiveBase:
     """What `interpret(obj, definition, pods)` computes before it reads any pod."""
+    return live_base_and_result(obj, definition, options)[0]
+
+
+def live_base_and_result(
+    obj: dict[str, Any], definition: Definition, options: EngineOptions = DEFAULT_OPTIONS
+) -> tuple[LiveBase, dict[str, Any]]:
+    """`live_base`, and the interpretation without pods it holds as JSON (the caller's to keep)."""
     _check_valid(definition)
     bad = envelope_problems(obj)
     if bad:
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     out, cd, values, owner_id = _interpret(obj, definition, None, options, False)
-    return LiveBase(
+    base = LiveBase(
         orjson.dumps(out),
         cd,
         values,
@@ -545,6 +552,7 @@ def live_base(obj: dict[str, Any], definition: Definition, options: EngineOption
         phase_of(out),
         tuple(e["part"] for e in out["errors"]),
     )
+    return base, out
 
 
 def pod_parts(base: LiveBase, pods: list[dict[str, Any]]) -> list[PodPart]:

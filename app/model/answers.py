@@ -17,18 +17,20 @@ from typing import Any, Protocol, runtime_checkable
 import orjson
 from cachetools import LRUCache
 
-from ..engine.attribution import PodPart
-from ..engine.interpret import LiveBase, generic_flags, with_pods
+from ..engine.attribution import Layout, PodPart, part_doc, part_from
+from ..engine.interpret import LiveBase, generic_flags, with_parts
 from ..karta.load import Definition
-from .records import Obj
+from .packing import deflate, inflate
+from .records import Obj, exact
 
 
 @runtime_checkable
 class PartsEngine(Protocol):
     """What an `interpret` callable offers when it evaluates some definitions in this process."""
 
-    def live_base(self, d: Definition, obj: dict[str, Any]) -> LiveBase | None:
-        """The base of `obj`'s live view (None: `d` is evaluated elsewhere). Raises as `interpret` does."""
+    def live_base(self, d: Definition, obj: dict[str, Any]) -> tuple[LiveBase, dict[str, Any]] | None:
+        """The base of `obj`'s live view and the interpretation without pods it holds (None: `d` is
+        evaluated elsewhere). Raises as `interpret` does."""
         ...
 
     def pod_parts(self, base: LiveBase, pods: list[dict[str, Any]]) -> list[PodPart]: ...
@@ -36,39 +38,57 @@ class PartsEngine(Protocol):
 
 @dataclass(slots=True)
 class _Entry:
+    """One workload's base as kept: small (the evaluation's own state is in `Answers.hot`)."""
+
     sig: tuple[str, str]  # (the object's resourceVersion, the definition's digest)
-    base: LiveBase
+    result: bytes  # the interpretation without pods, JSON, deflated
+    layout: Layout
     flags: dict[str, bool]  # the object's generation flags, which the live view carries
-    parts: dict[str, tuple[str, PodPart]] = field(default_factory=dict)  # pod uid -> (its rv, its part)
+    parts: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # pod uid -> (its rv, its part as JSON)
 
 
 class Answers:
-    """The bases and pod parts of the workloads read or changed most recently (bounded)."""
+    """The bases and pod parts of the workloads read or changed most recently (bounded).
 
-    def __init__(self, engine: PartsEngine, maxsize: int = 2048):
+    An entry keeps the base as JSON and the parts as JSON (~1.5 KB for a JobSet of 8 pods); the
+    evaluation's own state a new part is computed from (the compiled definition's component
+    values: ~20 KB with what they hold of the object) is kept only for the `hot` workloads, the
+    most recently changed, and evaluated again for another."""
+
+    def __init__(self, engine: PartsEngine, maxsize: int = 2048, hot: int = 1024):
         self.engine = engine
         self.entries: LRUCache[str, _Entry] = LRUCache(maxsize=maxsize)
+        self.hot: LRUCache[str, tuple[tuple[str, str], LiveBase]] = LRUCache(maxsize=hot)
         self.bases_computed = 0
         self.parts_computed = 0
 
-    def base(self, obj: Obj, d: Definition, body: dict[str, Any] | None = None) -> _Entry | None:
+    def base(self, obj: Obj, d: Definition) -> _Entry | None:
         """The workload's base at the object's version (computed now if it is not kept)."""
         e = self.entries.get(obj.uid)
         if e is not None and e.sig == (obj.rv, d.digest):
             return e
-        if body is None:
-            body = obj.object()
-        b = self.engine.live_base(d, body)
-        if b is None:
+        got = self.evaluated(obj, d)
+        return None if got is None else got[0]
+
+    def evaluated(
+        self, obj: Obj, d: Definition, body: dict[str, Any] | None = None
+    ) -> tuple[_Entry, dict[str, Any]] | None:
+        """The workload's base evaluated now, with the interpretation without pods (None: not
+        evaluated here)."""
+        body = body if body is not None else obj.object()
+        got = self.engine.live_base(d, body)
+        if got is None:
             return None
+        b, result = got
         self.bases_computed += 1
-        e = self.entries[obj.uid] = _Entry((obj.rv, d.digest), b, generic_flags(body))
-        return e
+        self.hot[obj.uid] = ((obj.rv, d.digest), b)
+        e = self.entries[obj.uid] = _Entry((obj.rv, d.digest), deflate(b.result), b.layout, generic_flags(body))
+        return e, result
 
     def result(self, obj: Obj, d: Definition) -> dict[str, Any] | None:
         """The interpretation without pods (None: not evaluated here)."""
         e = self.base(obj, d)
-        return None if e is None else orjson.loads(e.base.result)
+        return None if e is None else orjson.loads(inflate(e.result))
 
     def answer(self, obj: Obj, d: Definition, pods: list[Obj]) -> dict[str, Any] | None:
         """The interpretation with these pods (sorted by name, as the model reads them); only the
@@ -77,7 +97,8 @@ class Answers:
         if got is None:
             return None
         e, parts = got
-        out = with_pods(e.base, parts)
+        out: dict[str, Any] = orjson.loads(inflate(e.result))
+        with_parts(out, e.layout, parts)
         out.setdefault("live", {}).update(e.flags)
         return out
 
@@ -88,6 +109,7 @@ class Answers:
         if e is None:
             return None
         kept, parts = e.parts, {}
+        made: dict[str, PodPart] = {}
         missing = []
         for p in pods:
             got = kept.get(p.uid)
@@ -96,12 +118,18 @@ class Answers:
             else:
                 missing.append(p)
         if missing:
-            made = self.engine.pod_parts(e.base, [p.object() for p in missing])
-            self.parts_computed += len(made)
-            for p, part in zip(missing, made, strict=True):
-                parts[p.uid] = (p.rv, part)
+            hot = self.hot.get(obj.uid)
+            if hot is None or hot[0] != e.sig:
+                self.evaluated(obj, d)
+                hot = self.hot[obj.uid]
+            b = hot[1]
+            new = self.engine.pod_parts(b, [p.object() for p in missing])
+            self.parts_computed += len(new)
+            for p, part in zip(missing, new, strict=True):
+                made[p.uid] = part
+                parts[p.uid] = (p.rv, exact(orjson.dumps(part_doc(part))))  # (orjson's own buffer is KBs larger)
         e.parts = parts  # pods gone from the workload leave with their parts
-        return e, [parts[p.uid][1] for p in pods]
+        return e, [made[p.uid] if p.uid in made else part_from(orjson.loads(parts[p.uid][1])) for p in pods]
 
 
 @dataclass(slots=True)

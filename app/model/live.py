@@ -296,6 +296,7 @@ class LiveModel(CapacityReads, Reader):
             "answersReady": len(self._live),
             "answerParts": {
                 "bases": len(self.answer_parts.entries),
+                "evaluationsKept": len(self.answer_parts.hot),
                 "basesComputed": self.answer_parts.bases_computed,
                 "podPartsComputed": self.answer_parts.parts_computed,
             }
@@ -674,8 +675,8 @@ class LiveModel(CapacityReads, Reader):
         body = obj.object()
         state.labels = (body.get("metadata") or {}).get("labels") or None
         try:
-            entry = self.answer_parts.base(obj, d, body) if self.answer_parts is not None else None
-            result = orjson.loads(entry.base.result) if entry is not None else await self.interpret(d, body, None)
+            got = self.answer_parts.evaluated(obj, d, body) if self.answer_parts is not None else None
+            result = got[1] if got is not None else await self.interpret(d, body, None)
         except Exception as e:
             if getattr(e, "status", None) == 503:  # no evaluation worker was free: not an answer, ask again
                 state.rv = ""  # the last answer stands until then (the first time, the row says why it has none)

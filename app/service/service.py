@@ -24,7 +24,7 @@ import orjson
 
 from ..cluster.reader import Known, LookupFailed, WorkloadReader, matches_token
 from ..engine.attribution import PodPart
-from ..engine.interpret import InterpretationError, LiveBase, live_base, phase_of, pod_parts
+from ..engine.interpret import InterpretationError, LiveBase, live_base_and_result, phase_of, pod_parts
 from ..engine.options import EngineOptions
 from ..engine.pool import (
     EvaluationBusy,
@@ -526,14 +526,14 @@ class ModelEvaluation:
     async def __call__(self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None) -> dict[str, Any]:
         return await self.service.evaluate(d, obj, pods)
 
-    def live_base(self, d: Definition, obj: dict[str, Any]) -> LiveBase | None:
+    def live_base(self, d: Definition, obj: dict[str, Any]) -> tuple[LiveBase, dict[str, Any]] | None:
         s = self.service
         if s.evaluator.isolated(d):
             return None
         with s._evaluation(d):
-            base = live_base(obj, d, s.evaluator.options)
+            base, result = live_base_and_result(obj, d, s.evaluator.options)
         s._counted(d, base.phase, base.failed)
-        return base
+        return base, result
 
     def pod_parts(self, base: LiveBase, pods: list[dict[str, Any]]) -> list[PodPart]:
         with self.service._evaluation(base.cd.definition):

@@ -81,7 +81,7 @@ def record(x: Export) -> bytes:
     e = x.entry
     assert e is not None
     return deflate(
-        orjson.dumps({"result": orjson.Fragment(e.base.result), "layout": layout_doc(e.base.layout), "flags": e.flags})
+        orjson.dumps({"result": orjson.Fragment(inflate(e.result)), "layout": layout_doc(e.layout), "flags": e.flags})
     )
 
 
