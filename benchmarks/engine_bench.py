@@ -19,9 +19,14 @@ typical condition (Karta validation parses every expression; target < 1 ms).
 the parsed object and from JSON text, against gojq's batched run over the same N objects
 (projected, as above; gojq's parse included).  Every round uses objects of its own.
 `--compare PATH` runs that mode, rounds interleaved, also for another checkout (e.g.
-`git worktree add /tmp/enginekeys-base main`), its code imported with PYTHONPATH=PATH:
+`git worktree add /tmp/enginekeys-base main`), its code imported with PYTHONPATH=PATH.  `--hold H`
+keeps H other distinct JobSets alive meanwhile (a model's objects, which every full collection
+walks); `--gc service` runs this tree's rounds under the service's collector policy
+(app/service/gc_policy.py, the settings' defaults), the compared checkout's as main's service
+runs (Python's thresholds, frozen at start); the collector's time (gc.callbacks) is a column:
 
-    python benchmarks/engine_bench.py --distinct 300 [--rounds 7] [--compare /tmp/enginekeys-base]
+    python benchmarks/engine_bench.py --distinct 300 [--rounds 7] [--hold 3000] [--gc service]
+                                      [--compare /tmp/enginekeys-base]
 """
 
 from __future__ import annotations
@@ -67,6 +72,11 @@ def main() -> None:
     ap.add_argument("--distinct", type=int, default=0, metavar="N",
                     help="N distinct objects per round, each interpreted once (issue 24)")
     ap.add_argument("--compare", type=Path, help="with --distinct: another checkout, rounds interleaved")
+    ap.add_argument("--hold", type=int, default=0, metavar="H",
+                    help="with --distinct: H other distinct JobSets kept alive meanwhile (a model's objects)")
+    ap.add_argument("--gc", choices=("python", "service"), default="python",
+                    help="with --distinct: this tree's rounds under Python's collector as main's service runs it "
+                         "(python) or under the service's policy (--gc-thresholds, --gc-freeze defaults)")
     ap.add_argument("--round", type=int, default=-1, help=argparse.SUPPRESS)  # one child round, as JSON
     args = ap.parse_args()
     if args.distinct:
@@ -218,9 +228,20 @@ def distinct_texts(raw: str, n: int, first: int) -> list[str]:
     return out
 
 
-def distinct_round(manifest: str, n: int, index: int) -> dict[str, float]:
+def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str = "python") -> dict[str, float]:
     """One round of the distinct mode in this process: µs per object, from the parsed object and
-    from JSON text, over objects no earlier round (nor the warm-up) has seen."""
+    from JSON text, over objects no earlier round (nor the warm-up) has seen; with `hold`, that
+    many other JobSets are alive meanwhile, as a model holds its cluster's objects.  `policy`:
+    "python" is the service as main runs it (Python's thresholds; at its start, collect and
+    freeze, before any model fills); "service" applies --gc-thresholds at the start and settles
+    (collect, freeze) once the held objects are built, as after a model's sync."""
+    collector = None
+    if policy == "service":  # this tree only: the compared checkout may not have the module
+        from app.service.settings import Settings
+        from app.service.wiring import collector as collector_of
+
+        collector = collector_of(Settings())
+        collector.apply()
     raw = Path(manifest).read_text()
     d = Registry.of(load_builtin()).resolve_object(json.loads(raw))
     assert d is not None, "no built-in definition for the manifest"
@@ -228,27 +249,52 @@ def distinct_round(manifest: str, n: int, index: int) -> dict[str, float]:
     options = EngineOptions()  # as the service runs: the cache is there, it cannot answer
     for o in warm:  # compile the definition and warm the interpreter, not the caches that matter
         interpret(o, d, options=options)
+    gc.collect()  # the service's start (app/service/service.py): catalog and programs frozen
+    gc.freeze()
+    held = [json.loads(t) for t in distinct_texts(raw, hold, 20_000_000 + index * hold)]
+    if collector is not None:
+        collector.settle()
+    gc_seconds = _collector_clock()
     base = (index + 1) * 2 * n
     # Each half with only its own inputs alive (the parsed objects would otherwise lengthen every
     # garbage collection the text half's parses set off), collected before it starts.
     objs = [json.loads(t) for t in distinct_texts(raw, n, base)]
     gc.collect()
+    gc_seconds[0] = 0.0
     t0 = time.perf_counter()
     for o in objs:
         interpret(o, d, options=options)
     parsed = (time.perf_counter() - t0) / n * 1e6
+    parsed_gc = gc_seconds[0] / n * 1e6
     del objs
     texts = [t.encode() for t in distinct_texts(raw, n, base + n)]
     gc.collect()
+    gc_seconds[0] = 0.0
     t0 = time.perf_counter()
     for b in texts:
         interpret(orjson.loads(b), d, options=options)
-    return {"parsed": parsed, "text": (time.perf_counter() - t0) / n * 1e6}
+    text = (time.perf_counter() - t0) / n * 1e6
+    assert len(held) == hold  # alive until here
+    return {"parsed": parsed, "text": text, "parsed_gc": parsed_gc, "text_gc": gc_seconds[0] / n * 1e6}
+
+
+def _collector_clock() -> list[float]:
+    """Seconds spent in collections from now on, in its one element (gc.callbacks)."""
+    total, started = [0.0], [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            total[0] += time.perf_counter() - started[0]
+
+    gc.callbacks.append(on_gc)
+    return total
 
 
 def distinct_main(args: argparse.Namespace) -> None:
     if args.round >= 0:
-        print(json.dumps(distinct_round(args.manifest, args.distinct, args.round)))
+        print(json.dumps(distinct_round(args.manifest, args.distinct, args.round, args.hold, args.gc)))
         return
     trees = [("this tree", Path(__file__).resolve().parent.parent)]
     if args.compare:
@@ -263,16 +309,18 @@ def distinct_main(args: argparse.Namespace) -> None:
     # (b) the object's own compact JSON text, as a client would hand it over
     given = {"projected": [input_text(o, cd.strip_noise, cd.projection) for o in gojq_objs],
              "whole": [json.dumps(o, separators=(",", ":")) for o in gojq_objs]}
-    samples: dict[str, dict[str, list[float]]] = {t: {"parsed": [], "text": []} for t, _ in trees}
+    keys = ("parsed", "text", "parsed_gc", "text_gc")
+    samples: dict[str, dict[str, list[float]]] = {t: {k: [] for k in keys} for t, _ in trees}
     gojq_samples: dict[str, list[float]] = {k: [] for k in given}
     for r in range(args.rounds):  # interleaved, each round a fresh process: cold caches, own objects
         for label, repo in trees:
             env = dict(os.environ, PYTHONPATH=str(repo))
-            # each tree's own copy of this script: its round is written against its own code
-            out = subprocess.run([sys.executable, str(repo / "benchmarks" / "engine_bench.py"), "--manifest",
-                                  args.manifest, "--distinct",
-                                  str(args.distinct), "--round", str(r)], env=env, check=True,
-                                 capture_output=True, text=True).stdout
+            # this script's round (it reads only app.engine, app.karta and, with --gc service, this
+            # tree's collector policy) against each tree's code
+            policy = args.gc if label == "this tree" else "python"
+            out = subprocess.run([sys.executable, __file__, "--manifest", args.manifest, "--distinct",
+                                  str(args.distinct), "--round", str(r), "--hold", str(args.hold), "--gc", policy],
+                                 env=env, check=True, capture_output=True, text=True).stdout
             for k, v in json.loads(out.splitlines()[-1]).items():
                 samples[label][k].append(v)
         for k, v in given.items():
@@ -282,12 +330,12 @@ def distinct_main(args: argparse.Namespace) -> None:
     gojq = {k: statistics.median(v) if v else None for k, v in gojq_samples.items()}
     print(f"{args.distinct} distinct JobSets of {len(given['whole'][0])} bytes compact per round (names, uids, "
           f"env values, image tags, labels differ), each interpreted once; {args.rounds} rounds, a fresh process "
-          f"each, interleaved")
+          f"each, interleaved; {args.hold} other JobSets held alive; this tree's collector: {args.gc}")
     for k, g in gojq.items():
         if g is not None:
             print(f"gojq, the same {len(w_texts)} expressions batched over the {args.distinct} objects' {k} text "
                   f"({len(given[k][0])} bytes; its parse included): {g:.1f} µs per object")
-    print(f"{'tree':10} {'from':8} {'µs/object':>10} {'min':>9} {'max':>9} {'vs gojq projected':>18} "
+    print(f"{'tree':10} {'from':8} {'µs/object':>10} {'min':>9} {'max':>9} {'collector':>9} {'vs gojq projected':>18} "
           f"{'vs gojq whole':>14}  target")
     for label, _ in trees:
         for k, target in (("parsed", 3.0), ("text", 2.0)):
@@ -295,7 +343,8 @@ def distinct_main(args: argparse.Namespace) -> None:
             m = statistics.median(v)
             cells = [f"{g / m:.2f}x {'MET' if g / m >= target else 'NOT MET'}" if g is not None else "-"
                      for g in gojq.values()]
-            print(f"{label:10} {k:8} {m:10.1f} {min(v):9.1f} {max(v):9.1f} {cells[0]:>18} {cells[1]:>14}  "
+            print(f"{label:10} {k:8} {m:10.1f} {min(v):9.1f} {max(v):9.1f} "
+                  f"{statistics.median(samples[label][k + '_gc']):9.1f} {cells[0]:>18} {cells[1]:>14}  "
                   f">= {target:.0f}x")
     if args.compare:
         for k in ("parsed", "text"):
