@@ -77,8 +77,17 @@ def main() -> None:
     ap.add_argument("--gc", choices=("python", "service"), default="python",
                     help="with --distinct: this tree's rounds under Python's collector as main's service runs it "
                          "(python) or under the service's policy (--gc-thresholds, --gc-freeze defaults)")
+    ap.add_argument("--answers", action="store_true",
+                    help="answers unchanged: a digest of the interpretations of 100 distinct JobSets and every "
+                         "catalog case's objects, twice (the second pass from the caches); with --compare, "
+                         "also the other checkout's, and whether they are equal")
     ap.add_argument("--round", type=int, default=-1, help=argparse.SUPPRESS)  # one child round, as JSON
     args = ap.parse_args()
+    if args.answers and args.round >= 0:  # a checkout's digest, as JSON
+        print(json.dumps(answers_digest(args.manifest)))
+        return
+    if args.answers:
+        return answers_main(args)
     if args.distinct:
         return distinct_main(args)
 
@@ -235,12 +244,13 @@ def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str
     "python" is the service as main runs it (Python's thresholds; at its start, collect and
     freeze, before any model fills); "service" applies --gc-thresholds at the start and settles
     (collect, freeze) once the held objects are built, as after a model's sync."""
-    collector = None
-    if policy == "service":  # this tree only: the compared checkout may not have the module
-        from app.service.settings import Settings
-        from app.service.wiring import collector as collector_of
+    import app.service.wiring as wiring  # either way: the same modules loaded, as in the service
 
-        collector = collector_of(Settings())
+    collector = None
+    if policy == "service":  # this tree only: the compared checkout has no policy
+        from app.service.settings import Settings
+
+        collector = wiring.collector(Settings())
         collector.apply()
     raw = Path(manifest).read_text()
     d = Registry.of(load_builtin()).resolve_object(json.loads(raw))
@@ -254,7 +264,7 @@ def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str
     held = [json.loads(t) for t in distinct_texts(raw, hold, 20_000_000 + index * hold)]
     if collector is not None:
         collector.settle()
-    gc_seconds = _collector_clock()
+    gc_seconds = collector_clock()
     base = (index + 1) * 2 * n
     # Each half with only its own inputs alive (the parsed objects would otherwise lengthen every
     # garbage collection the text half's parses set off), collected before it starts.
@@ -278,7 +288,7 @@ def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str
     return {"parsed": parsed, "text": text, "parsed_gc": parsed_gc, "text_gc": gc_seconds[0] / n * 1e6}
 
 
-def _collector_clock() -> list[float]:
+def collector_clock() -> list[float]:
     """Seconds spent in collections from now on, in its one element (gc.callbacks)."""
     total, started = [0.0], [0.0]
 
@@ -350,6 +360,49 @@ def distinct_main(args: argparse.Namespace) -> None:
         for k in ("parsed", "text"):
             a, b = statistics.median(samples["this tree"][k]), statistics.median(samples["compare"][k])
             print(f"from {k}: this tree {b / a:.2f}x the compared checkout's speed")
+
+
+def answers_digest(manifest: str) -> dict[str, Any]:
+    """sha256 over the interpretations (or the errors) of 100 distinct JobSets and of every object
+    in the catalog's testdata, each interpreted twice: cold, then from every cache."""
+    import hashlib
+
+    import yaml
+
+    raw = Path(manifest).read_text()
+    reg = Registry.of(load_builtin())
+    objs = [json.loads(t) for t in distinct_texts(raw, 100, 0)]
+    for f in sorted((HERE.parent / "definitions").glob("*/*/*/testdata/*.yaml")):
+        objs += [o for o in yaml.safe_load_all(f.read_text()) if isinstance(o, dict) and o.get("kind")]
+    h, n = hashlib.sha256(), 0
+    options = EngineOptions()
+    for _ in range(2):
+        for o in objs:
+            d = reg.resolve_object(o)
+            if d is None:
+                continue
+            try:
+                out: Any = interpret(o, d, options=options)
+            except Exception as e:  # an error is an answer too
+                out = [type(e).__name__, str(e)]
+            h.update(orjson.dumps(out, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS))
+            n += 1
+    return {"digest": h.hexdigest(), "interpretations": n}
+
+
+def answers_main(args: argparse.Namespace) -> None:
+    trees = [("this tree", HERE.parent)] + ([("compare", args.compare.resolve())] if args.compare else [])
+    got = {}
+    for label, repo in trees:
+        out = subprocess.run([sys.executable, __file__, "--answers", "--round", "0", "--manifest", args.manifest],
+                             env=dict(os.environ, PYTHONPATH=str(repo)), check=True, capture_output=True,
+                             text=True).stdout if label != "this tree" else None
+        got[label] = json.loads(out.splitlines()[-1]) if out else answers_digest(args.manifest)
+        print(f"{label}: {got[label]['interpretations']} interpretations, sha256 {got[label]['digest']}")
+    if args.compare:
+        same = got["this tree"] == got["compare"]
+        print("answers unchanged" if same else "ANSWERS DIFFER")
+        sys.exit(0 if same else 1)
 
 
 def _copy(v: Any) -> Any:
