@@ -35,6 +35,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -81,6 +82,11 @@ def main() -> None:
                     help="answers unchanged: a digest of the interpretations of 100 distinct JobSets and every "
                          "catalog case's objects, twice (the second pass from the caches); with --compare, "
                          "also the other checkout's, and whether they are equal")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="with --distinct: wall time, or CPU time (ours: the process's; gojq's: its child "
+                         "process's user+system time, run with GOMAXPROCS=1, one core as ours) on a loaded host")
+    ap.add_argument("--stages", action="store_true",
+                    help="with --distinct: where a distinct object's time goes, stage by stage (CPU time)")
     ap.add_argument("--round", type=int, default=-1, help=argparse.SUPPRESS)  # one child round, as JSON
     args = ap.parse_args()
     if args.answers and args.round >= 0:  # a checkout's digest, as JSON
@@ -88,6 +94,8 @@ def main() -> None:
         return
     if args.answers:
         return answers_main(args)
+    if args.distinct and args.stages:
+        return stages_main(args)
     if args.distinct:
         return distinct_main(args)
 
@@ -237,7 +245,8 @@ def distinct_texts(raw: str, n: int, first: int) -> list[str]:
     return out
 
 
-def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str = "python") -> dict[str, float]:
+def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str = "python",
+                   clock: str = "wall") -> dict[str, float]:
     """One round of the distinct mode in this process: µs per object, from the parsed object and
     from JSON text, over objects no earlier round (nor the warm-up) has seen; with `hold`, that
     many other JobSets are alive meanwhile, as a model holds its cluster's objects.  `policy`:
@@ -265,25 +274,26 @@ def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str
     if collector is not None:
         collector.settle()
     gc_seconds = collector_clock()
+    now = time.process_time if clock == "cpu" else time.perf_counter
     base = (index + 1) * 2 * n
     # Each half with only its own inputs alive (the parsed objects would otherwise lengthen every
     # garbage collection the text half's parses set off), collected before it starts.
     objs = [json.loads(t) for t in distinct_texts(raw, n, base)]
     gc.collect()
     gc_seconds[0] = 0.0
-    t0 = time.perf_counter()
+    t0 = now()
     for o in objs:
         interpret(o, d, options=options)
-    parsed = (time.perf_counter() - t0) / n * 1e6
+    parsed = (now() - t0) / n * 1e6
     parsed_gc = gc_seconds[0] / n * 1e6
     del objs
     texts = [t.encode() for t in distinct_texts(raw, n, base + n)]
     gc.collect()
     gc_seconds[0] = 0.0
-    t0 = time.perf_counter()
+    t0 = now()
     for b in texts:
         interpret(orjson.loads(b), d, options=options)
-    text = (time.perf_counter() - t0) / n * 1e6
+    text = (now() - t0) / n * 1e6
     assert len(held) == hold  # alive until here
     return {"parsed": parsed, "text": text, "parsed_gc": parsed_gc, "text_gc": gc_seconds[0] / n * 1e6}
 
@@ -304,7 +314,7 @@ def collector_clock() -> list[float]:
 
 def distinct_main(args: argparse.Namespace) -> None:
     if args.round >= 0:
-        print(json.dumps(distinct_round(args.manifest, args.distinct, args.round, args.hold, args.gc)))
+        print(json.dumps(distinct_round(args.manifest, args.distinct, args.round, args.hold, args.gc, args.clock)))
         return
     trees = [("this tree", Path(__file__).resolve().parent.parent)]
     if args.compare:
@@ -329,18 +339,20 @@ def distinct_main(args: argparse.Namespace) -> None:
             # tree's collector policy) against each tree's code
             policy = args.gc if label == "this tree" else "python"
             out = subprocess.run([sys.executable, __file__, "--manifest", args.manifest, "--distinct",
-                                  str(args.distinct), "--round", str(r), "--hold", str(args.hold), "--gc", policy],
+                                  str(args.distinct), "--round", str(r), "--hold", str(args.hold), "--gc", policy,
+                                  "--clock", args.clock],
                                  env=env, check=True, capture_output=True, text=True).stdout
             for k, v in json.loads(out.splitlines()[-1]).items():
                 samples[label][k].append(v)
         for k, v in given.items():
-            g = gojq_batched_us(w_texts, v, args.distinct)
+            g = gojq_batched_us(w_texts, v, args.distinct, cpu=args.clock == "cpu")
             if g is not None:
                 gojq_samples[k].append(g)
     gojq = {k: statistics.median(v) if v else None for k, v in gojq_samples.items()}
     print(f"{args.distinct} distinct JobSets of {len(given['whole'][0])} bytes compact per round (names, uids, "
           f"env values, image tags, labels differ), each interpreted once; {args.rounds} rounds, a fresh process "
-          f"each, interleaved; {args.hold} other JobSets held alive; this tree's collector: {args.gc}")
+          f"each, interleaved; {args.hold} other JobSets held alive; this tree's collector: {args.gc}; "
+          f"{args.clock} time")
     for k, g in gojq.items():
         if g is not None:
             print(f"gojq, the same {len(w_texts)} expressions batched over the {args.distinct} objects' {k} text "
@@ -360,6 +372,79 @@ def distinct_main(args: argparse.Namespace) -> None:
         for k in ("parsed", "text"):
             a, b = statistics.median(samples["this tree"][k]), statistics.median(samples["compare"][k])
             print(f"from {k}: this tree {b / a:.2f}x the compared checkout's speed")
+
+
+def stages_main(args: argparse.Namespace) -> None:
+    """A distinct object's interpretation in stages, each run over N objects of its own (CPU
+    time, best of --rounds passes): the parse of its text, the input (projection, cache key),
+    the batched jq run with its accounting for the result cache, the components' extraction
+    (template type checks), the tree (pod facts and views, totals), the dependencies, and the
+    whole interpretation, whose remainder is the status, the gang and the result's assembly."""
+    from app.engine import interpret as engine
+    from app.engine.instances import extract_component
+
+    raw = Path(args.manifest).read_text()
+    d = Registry.of(load_builtin()).resolve_object(json.loads(raw))
+    assert d is not None
+    cd = compiled(d)
+    options = EngineOptions()
+    for o in [json.loads(t) for t in distinct_texts(raw, 50, 10_000_000)]:
+        interpret(o, d, options=options)
+    n, fresh = args.distinct, iter(range(1, 1000))
+
+    def objects() -> list[dict[str, Any]]:
+        return [json.loads(t) for t in distinct_texts(raw, n, next(fresh) * n)]
+
+    def per_object(stage: Callable[[Any], Any], inputs: Callable[[], list[Any]]) -> float:
+        best = float("inf")
+        for _ in range(args.rounds):
+            xs = inputs()
+            gc.collect()
+            t = time.process_time()
+            for x in xs:
+                stage(x)
+            best = min(best, (time.process_time() - t) / n * 1e6)
+        return best
+
+    def results(o: dict[str, Any]) -> dict[str, Any]:
+        inp = engine._checked_input(o, cd)
+        return engine._results(cd.workload_index, engine._workload_results(cd, inp, None, options.jq_results))
+
+    def extracted(o: dict[str, Any]) -> Any:
+        r = results(o)
+        return engine._Ctx(cd, {c: extract_component(cd.components[c], r, "x") for c in cd.order}, [], options.rules)
+
+    def tree(ctx: Any) -> None:
+        engine._node(ctx, cd.order[0], "x")
+
+    def deps(ctx: Any) -> None:
+        engine.dependencies((c, ref) for c in cd.order if c in cd.bearing for i in ctx.values[c].instances
+                            for ref in engine._refs(i))
+
+    stages = {
+        "parse (orjson.loads of the text)": per_object(orjson.loads, lambda: [t.encode() for t in
+                                                                             distinct_texts(raw, n, next(fresh) * n)]),
+        "input (projection, cache key)": per_object(lambda o: engine._checked_input(o, cd), objects),
+        "jq: 11 expressions, batched": per_object(lambda i: cd.workload.run(i),
+                                                 lambda: [engine._checked_input(o, cd) for o in objects()]),
+        "jq result cache (accounting)": 0.0,
+        "extraction (template type checks)": per_object(
+            lambda r: [extract_component(cd.components[c], r, "x") for c in cd.order],
+            lambda: [results(o) for o in objects()]),
+        "tree (pod facts, views, totals)": per_object(tree, lambda: [extracted(o) for o in objects()]),
+        "dependencies": per_object(deps, lambda: [extracted(o) for o in objects()]),
+    }
+    stages["jq result cache (accounting)"] = per_object(
+        lambda i: engine._workload_results(cd, i, None, options.jq_results),
+        lambda: [engine._checked_input(o, cd) for o in objects()]) - stages["jq: 11 expressions, batched"]
+    whole = per_object(lambda o: interpret(o, d, options=options), objects)
+    print(f"{n} distinct JobSets per pass, best of {args.rounds} passes, CPU µs per object")
+    for name, us in stages.items():
+        print(f"  {name:40} {us:7.1f}")
+    rest = whole - sum(v for k, v in stages.items() if not k.startswith("parse"))
+    print(f"  {'status, gang, assembly (the remainder)':40} {rest:7.1f}")
+    print(f"  {'interpretation from the parsed object':40} {whole:7.1f}")
+    print(f"  {'from text (with the parse)':40} {whole + stages['parse (orjson.loads of the text)']:7.1f}")
 
 
 def answers_digest(manifest: str) -> dict[str, Any]:
@@ -428,10 +513,10 @@ def _pod(obj: dict[str, Any], rj: str, i: int, p: int) -> dict[str, Any]:
             "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def gojq_batched_us(texts: list[str], projected: str | list[str], n: int) -> float | None:
+def gojq_batched_us(texts: list[str], projected: str | list[str], n: int, cpu: bool = False) -> float | None:
     """gojq over `n` copies of the input (or the first `n` of a list of inputs) in one process
     (its start-up, measured over one input, subtracted): what the reference pays per evaluation
-    of the same batch."""
+    of the same batch.  `cpu`: its CPU time (user + system) on one core, not the wall time."""
     gojq = shutil.which("gojq")
     if gojq is None:
         print("gojq not installed (make tools): its comparison is left out")
@@ -442,10 +527,13 @@ def gojq_batched_us(texts: list[str], projected: str | list[str], n: int) -> flo
         inputs = [projected] * k if isinstance(projected, str) else projected[:k]
         data = ("\n".join(inputs) + "\n").encode()
         best = float("inf")
+        env = dict(os.environ, GOMAXPROCS="1") if cpu else None
         for _ in range(3):
-            t = time.perf_counter()
-            subprocess.run([gojq, "-c", program], input=data, stdout=subprocess.DEVNULL, check=True)
-            best = min(best, time.perf_counter() - t)
+            t, r = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([gojq, "-c", program], input=data, stdout=subprocess.DEVNULL, check=True, env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            took = (after.ru_utime + after.ru_stime - r.ru_utime - r.ru_stime) if cpu else time.perf_counter() - t
+            best = min(best, took)
         return best
 
     return (wall(n) - wall(1)) / (n - 1) * 1e6
