@@ -273,8 +273,8 @@ def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str
     held = [json.loads(t) for t in distinct_texts(raw, hold, 20_000_000 + index * hold)]
     if collector is not None:
         collector.settle()
-    gc_seconds = collector_clock()
     now = time.process_time if clock == "cpu" else time.perf_counter
+    gc_seconds = collector_clock(now)
     base = (index + 1) * 2 * n
     # Each half with only its own inputs alive (the parsed objects would otherwise lengthen every
     # garbage collection the text half's parses set off), collected before it starts.
@@ -298,15 +298,15 @@ def distinct_round(manifest: str, n: int, index: int, hold: int = 0, policy: str
     return {"parsed": parsed, "text": text, "parsed_gc": parsed_gc, "text_gc": gc_seconds[0] / n * 1e6}
 
 
-def collector_clock() -> list[float]:
-    """Seconds spent in collections from now on, in its one element (gc.callbacks)."""
+def collector_clock(now: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Seconds spent in collections from now on (by `now`), in its one element (gc.callbacks)."""
     total, started = [0.0], [0.0]
 
     def on_gc(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            started[0] = time.perf_counter()
+            started[0] = now()
         else:
-            total[0] += time.perf_counter() - started[0]
+            total[0] += now() - started[0]
 
     gc.callbacks.append(on_gc)
     return total
