@@ -35,6 +35,7 @@ import time
 import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,9 +72,9 @@ def fill_objects(workloads: int) -> tuple[list[dict[str, Any]], list[dict[str, A
     return jobsets, jobs, pods
 
 
-def build_model(workloads: int) -> dict[str, Any]:
-    """Feed the fill to a LiveModel's keepers and handlers (no API server: the informers' lists
-    are played by hand, as Informer._list does); report what the pods cost."""
+def filled_model(workloads: int) -> tuple[Any, dict[str, Any], Callable[[str, list[bytes]], None]]:
+    """A LiveModel with a JobSet, a Job and a Pod informer (no API server: their lists are
+    played by hand, as Informer._list does): the model, its informers by kind, and `play`."""
     import orjson
 
     from app.cluster.informer import Informer, key_of
@@ -116,6 +117,14 @@ def build_model(workloads: int) -> dict[str, Any]:
                 inf.objects[k] = rec
                 inf.on_event("ADDED", k, None, rec)
 
+    return model, informers, play
+
+
+def build_model(workloads: int) -> dict[str, Any]:
+    """Feed the fill to a LiveModel's keepers and handlers; report what the pods cost."""
+    import orjson
+
+    model, informers, play = filled_model(workloads)
     jobsets, jobs, pods = (list(map(orjson.dumps, objs)) for objs in fill_objects(workloads))
     wire = sum(map(len, pods)) / len(pods)
     play("JobSet", jobsets)
@@ -145,6 +154,62 @@ def build_model(workloads: int) -> dict[str, Any]:
     return {"pods": n, "wire_bytes": wire, "tracemalloc_per_pod": added / n, "top_lines": top,
             "keep_us": (t1 - t0) / len(objs) * 1e6, "read_us": (t2 - t1) / len(objs) * 1e6,
             "breakdown": breakdown(model, informers["Pod"], n)}
+
+
+def relists(workloads: int, rounds: int, policy: str) -> dict[str, Any]:
+    """The model filled, then `rounds` relists of every kind (each object kept afresh from its
+    text and handed over as MODIFIED, the old records dropped, as Informer._list does), under
+    Python's collector ("python": as main's service, frozen at its start only) or the service's
+    policy ("service": app/service/gc_policy.py's defaults, a settle after the sync and after each
+    relist).  Per relist: its CPU seconds, RSS, the collector's seconds during it, the settle's seconds, frozen
+    objects."""
+    import orjson
+
+    from app.cluster.informer import key_of
+
+    from app.service.settings import Settings
+    from app.service.wiring import collector as collector_of  # imported either way: the same modules loaded
+
+    collector = None
+    if policy == "service":
+        collector = collector_of(Settings())
+        collector.apply()
+    gc.collect()
+    gc.freeze()  # the service's start
+    from benchmarks.engine_bench import collector_clock
+
+    spent = collector_clock()
+    model, informers, play = filled_model(workloads)
+    texts = dict(zip(("JobSet", "Job", "Pod"), (list(map(orjson.dumps, objs)) for objs in fill_objects(workloads))))
+    out: list[dict[str, float]] = []
+    for r in range(rounds + 1):
+        spent[0] = 0.0
+        t0 = time.process_time()
+        for kind, batch in texts.items():
+            if r == 0:
+                play(kind, batch)  # the first list
+                continue
+            inf = informers[kind]
+            old, inf.objects = inf.objects, {}
+            for text in batch:
+                obj = orjson.loads(text)
+                rec = inf.keep(obj)
+                if rec is not None:
+                    k = key_of(obj)
+                    inf.objects[k] = rec
+                    inf.on_event("MODIFIED", k, old.get(k), rec)
+            del old
+        took, in_gc = time.process_time() - t0, spent[0]
+        settle = collector.settle() if collector is not None else 0.0
+        out.append({"list_s": took, "gc_s": in_gc, "settle_s": settle, "rss_mb": _rss_mb(),
+                    "frozen": gc.get_freeze_count()})
+    assert model.kinds
+    return {"rounds": out}
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def breakdown(model: Any, inf: Any, n: int) -> dict[str, float]:
@@ -367,11 +432,19 @@ def main() -> None:
                     "allocated, by line (slower; the RSS figures then include tracemalloc's own)")
     ap.add_argument("--part", type=int, default=2, help="namespaces of the fill the slope starts from")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--relists", type=int, default=0, metavar="K",
+                    help="instead: K relists of the filled model in process, under Python's collector "
+                         "(as main's service) and the service's policy (--gc-thresholds, --gc-freeze), "
+                         "side by side: RSS, collector and settle time per relist")
+    ap.add_argument("--gc", choices=("python", "service"), default="python", help=argparse.SUPPRESS)
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
-        print(json.dumps(build_model(args.workloads)))
+        print(json.dumps(relists(args.workloads, args.relists, args.gc) if args.relists
+                         else build_model(args.workloads)))
         return
+    if args.relists:
+        return relists_main(args)
     repos = [("this tree", ROOT)] + ([("compare", args.compare.resolve())] if args.compare else [])
     results: dict[str, Any] = {"in_process": {}}
     for label, repo in repos:
@@ -402,6 +475,24 @@ def main() -> None:
         results["whole_process"] = whole_process(repos, args.fill, args.settle, args.trace, args.part)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+
+
+def relists_main(args: argparse.Namespace) -> None:
+    runs = {}
+    for policy in ("python", "service"):
+        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--inner", "--workloads",
+                            str(args.workloads), "--relists", str(args.relists), "--gc", policy],
+                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"{policy}: {r.stderr[-3000:]}")
+        runs[policy] = json.loads(r.stdout)["rounds"]
+    print(f"{args.workloads} JobSets ({args.workloads * 8} pods) filled, then {args.relists} relists of every kind")
+    print(f"{'':10}" + "".join(f"{p:>9} {k:>8}" for p in runs for k in ("list CPU s", "gc s", "settle s", "RSS MB")))
+    for i in range(args.relists + 1):
+        cells = "".join(f"{r[i]['list_s']:18.2f}{r[i]['gc_s']:18.2f}{r[i]['settle_s']:18.2f}{r[i]['rss_mb']:18.0f}"
+                        for r in runs.values())
+        print(f"{'sync' if i == 0 else f'relist {i}':10}" + cells)
+    print("frozen objects after each (service): " + ", ".join(str(r["frozen"]) for r in runs["service"]))
 
 
 if __name__ == "__main__":

@@ -251,6 +251,7 @@ class CompiledDefinition:
     time_dependent: bool = False  # an expression calls `now`: its results must not be reused
     pod_projection: Tree | bool = True  # what the pod expressions may read of a pod
     candidates: dict[str, list[Candidate]] = field(default_factory=dict)
+    bearing: frozenset[str] = frozenset()  # the leaves, for `in` (`pod_bearing` walks the spec definition)
 
     @classmethod
     def build(cls, d: Definition) -> CompiledDefinition:
@@ -287,6 +288,7 @@ class CompiledDefinition:
             has_scale,
             _calls_now(w_texts),
             pod_projection_tree(p_texts),
+            bearing=frozenset(n for n, c in by_name.items() if c.pod_bearing),
         )
         if gang is not None and (gang.pod_groups or gang.pod_group is not None):
             compiled.candidates = {n: compiled._candidates_for(gang, n) for n in names}

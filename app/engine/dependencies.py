@@ -14,22 +14,33 @@ it; an image pull secret is needed whenever the image is private, so it is not o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-# Volume sources that name a Secret: field -> the key holding its name (kubelet mounts with them).
-_SECRET_REF_VOLUMES = {
-    "csi": ("nodePublishSecretRef", "name"),
-    "cephfs": ("secretRef", "name"),
-    "rbd": ("secretRef", "name"),
-    "flexVolume": ("secretRef", "name"),
-    "iscsi": ("secretRef", "name"),
-    "scaleIO": ("secretRef", "name"),
-    "storageos": ("secretRef", "name"),
-}
 _BUILT_IN_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 
 Ref = tuple[str, str, bool]  # (kind, name, optional)
+
+# Volume sources that name an object, by field: (kind, the key holding the name, the key of a
+# nested reference holding it instead (kubelet mounts with those Secrets), whether the source
+# may say `optional`).  Read by the volume's own keys (a volume has one source), not by trying
+# every field on every volume: this runs for every new pod definition.
+_VOLUME_SOURCES: dict[str, tuple[str, str, str | None, bool]] = {
+    "configMap": ("ConfigMap", "name", None, True),
+    "secret": ("Secret", "secretName", None, True),
+    "persistentVolumeClaim": ("PersistentVolumeClaim", "claimName", None, False),
+    "azureFile": ("Secret", "secretName", None, False),
+    "csi": ("Secret", "name", "nodePublishSecretRef", False),
+    "cephfs": ("Secret", "name", "secretRef", False),
+    "rbd": ("Secret", "name", "secretRef", False),
+    "flexVolume": ("Secret", "name", "secretRef", False),
+    "iscsi": ("Secret", "name", "secretRef", False),
+    "scaleIO": ("Secret", "name", "secretRef", False),
+    "storageos": ("Secret", "name", "secretRef", False),
+}
+_PROJECTED = (("configMap", "ConfigMap"), ("secret", "Secret"))
+_ENV_SOURCES = (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret"))
+_ENV_FROM_SOURCES = (("configMapRef", "ConfigMap"), ("secretRef", "Secret"))
 
 
 def _name(d: Any, key: str = "name") -> str | None:
@@ -37,67 +48,67 @@ def _name(d: Any, key: str = "name") -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def _dicts(v: Any) -> Iterator[dict[str, Any]]:
-    return (x for x in (v if isinstance(v, list) else []) if isinstance(x, dict))
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
 
 
-def _volume_refs(vol: dict[str, Any]) -> Iterator[Ref]:
-    if (n := _name(vol.get("configMap"))) is not None:
-        yield "ConfigMap", n, bool(vol["configMap"].get("optional"))
-    if (n := _name(vol.get("secret"), "secretName")) is not None:
-        yield "Secret", n, bool(vol["secret"].get("optional"))
-    if (n := _name(vol.get("persistentVolumeClaim"), "claimName")) is not None:
-        yield "PersistentVolumeClaim", n, False
-    if (n := _name(vol.get("azureFile"), "secretName")) is not None:
-        yield "Secret", n, False
-    for field, (ref, key) in _SECRET_REF_VOLUMES.items():
-        src = vol.get(field)
-        if isinstance(src, dict) and (n := _name(src.get(ref), key)) is not None:
-            yield "Secret", n, False
-    projected = vol.get("projected")
-    for src in _dicts(projected.get("sources") if isinstance(projected, dict) else None):
-        for field, kind in (("configMap", "ConfigMap"), ("secret", "Secret")):
-            if (n := _name(src.get(field))) is not None:
-                yield kind, n, bool(src[field].get("optional"))
-
-
-def _container_refs(c: dict[str, Any]) -> Iterator[Ref]:
-    for env in _dicts(c.get("env")):
-        source = env.get("valueFrom")
-        if not isinstance(source, dict):
+def _volume_refs(vol: dict[str, Any], out: list[Ref]) -> None:
+    for field, src in vol.items():
+        if field == "projected":
+            for p in _dicts(src.get("sources") if isinstance(src, dict) else None):
+                for f, kind in _PROJECTED:
+                    if (n := _name(p.get(f))) is not None:
+                        out.append((kind, n, bool(p[f].get("optional"))))
             continue
-        for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
-            if (n := _name(source.get(field))) is not None:
-                yield kind, n, bool(source[field].get("optional"))
+        known = _VOLUME_SOURCES.get(field)
+        if known is None or not isinstance(src, dict):
+            continue
+        kind, key, nested, may_be_optional = known
+        if (n := _name(src.get(nested) if nested else src, key)) is not None:
+            out.append((kind, n, may_be_optional and bool(src.get("optional"))))
+
+
+def _container_refs(c: dict[str, Any], out: list[Ref]) -> None:
+    env = c.get("env")
+    if isinstance(env, list):
+        for e in env:
+            source = e.get("valueFrom") if isinstance(e, dict) else None
+            if not isinstance(source, dict):
+                continue
+            for field, kind in _ENV_SOURCES:
+                if (n := _name(source.get(field))) is not None:
+                    out.append((kind, n, bool(source[field].get("optional"))))
     for env_from in _dicts(c.get("envFrom")):
-        for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+        for field, kind in _ENV_FROM_SOURCES:
             if (n := _name(env_from.get(field))) is not None:
-                yield kind, n, bool(env_from[field].get("optional"))
+                out.append((kind, n, bool(env_from[field].get("optional"))))
 
 
-def pod_spec_refs(spec: dict[str, Any]) -> Iterator[Ref]:
+def pod_spec_refs(spec: dict[str, Any]) -> list[Ref]:
     """Every object one pod spec refers to by name."""
+    out: list[Ref] = []
     for vol in _dicts(spec.get("volumes")):
-        yield from _volume_refs(vol)
+        _volume_refs(vol, out)
     for field in ("initContainers", "containers"):
         for c in _dicts(spec.get(field)):
-            yield from _container_refs(c)
+            _container_refs(c, out)
     for s in _dicts(spec.get("imagePullSecrets")):
         if (n := _name(s)) is not None:
-            yield "Secret", n, False
+            out.append(("Secret", n, False))
     sa = spec.get("serviceAccountName") or spec.get("serviceAccount")
     if isinstance(sa, str) and sa and sa != "default":
-        yield "ServiceAccount", sa, False
+        out.append(("ServiceAccount", sa, False))
     pc = spec.get("priorityClassName")
     if isinstance(pc, str) and pc and pc not in _BUILT_IN_PRIORITY_CLASSES:
-        yield "PriorityClass", pc, False
+        out.append(("PriorityClass", pc, False))
     for claim in _dicts(spec.get("resourceClaims")):
         # The 1.26-1.30 API nested the reference under `source`.
         src = claim.get("source") if isinstance(claim.get("source"), dict) else claim
         if (n := _name(src, "resourceClaimTemplateName")) is not None:
-            yield "ResourceClaimTemplate", n, False
+            out.append(("ResourceClaimTemplate", n, False))
         elif (n := _name(src, "resourceClaimName")) is not None:
-            yield "ResourceClaim", n, False
+            out.append(("ResourceClaim", n, False))
+    return out
 
 
 def dependencies(refs: Iterable[tuple[str, Ref]]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ must match exactly, conversions follow encoding/json, and the error texts are th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,56 +174,97 @@ def _where(where: Any) -> str:
     return f"value of map key {where[1]!r}"
 
 
-def _type_problem(v: Any, spec: Any, where: Any) -> str | None:
-    """The first encoding/json type error of v against spec, or None."""
-    if v is None:
-        return None
-    if type(spec) is str:  # leaf
-        t = type(v)
-        ok = t is str if spec == "string" else t is str or t is int or t is float
-        return None if ok else f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type {_GO_NAMES[spec]}"
+Check = Callable[[Any, Any], "str | None"]  # (value, where) -> the first type error, or None
+
+
+def type_checker(spec: Any) -> Check:
+    """The first encoding/json type error of a value against `spec` (None: there is none), as a
+    function made once per spec: closures holding each level's fields and locations, rather than
+    a walk unpacking the spec at every value (a template's type check is a new workload's
+    largest Python walk; this halves it)."""
+    if type(spec) is str:
+        go_name = _GO_NAMES[spec]
+        if spec == "string":
+
+            def string(v: Any, where: Any) -> str | None:
+                if v is None or type(v) is str:
+                    return None
+                return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type {go_name}"
+
+            return string
+
+        def quantity(v: Any, where: Any) -> str | None:
+            t = type(v)
+            if v is None or t is str or t is int or t is float:
+                return None
+            return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type {go_name}"
+
+        return quantity
     kind, inner = spec
-    if kind == "object":
-        if type(v) is not dict:
-            return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type object"
-        if type(inner) is dict:
-            for field, (struct, sub) in inner.items():
-                x = v.get(field)
-                if x is not None:
-                    err = _type_problem(x, sub, ("field", struct, field))
-                    if err:
-                        return err
+    if kind == "object" and type(inner) is dict:
+        fields = [(name, ("field", struct, name), type_checker(sub)) for name, (struct, sub) in inner.items()]
+
+        def struct(v: Any, where: Any) -> str | None:
+            if v is None:
+                return None
+            if type(v) is not dict:
+                return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type object"
+            get = v.get
+            for name, at, check in fields:
+                x = get(name)
+                if x is not None and (err := check(x, at)):
+                    return err
             return None
-        for key, item in v.items():  # map[string]X
-            err = _type_problem(item, inner, ("key", key))
-            if err:
+
+        return struct
+    item = type_checker(inner)
+    if kind == "object":
+
+        def mapping(v: Any, where: Any) -> str | None:
+            if v is None:
+                return None
+            if type(v) is not dict:
+                return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type object"
+            for key, x in v.items():
+                if x is not None and (err := item(x, ("key", key))):
+                    return err
+            return None
+
+        return mapping
+
+    def array(v: Any, where: Any) -> str | None:
+        if v is None:
+            return None
+        if type(v) is not list:
+            return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type array"
+        for x in v:
+            if x is not None and (err := item(x, where)):
                 return err
         return None
-    if type(v) is not list:
-        return f"cannot unmarshal {go_json_type(v)} into Go {_where(where)} of type array"
-    for item in v:
-        err = _type_problem(item, inner, where)
-        if err:
-            return err
-    return None
+
+    return array
 
 
-# _type_problem outcomes by (Go type, JSON text): extracted pod templates repeat across
+_CHECKS: dict[str, Check] = {go_type: type_checker(shape) for go_type, shape in _SHAPES.items()}
+
+
+# Type-check outcomes by (Go type, JSON text): extracted pod templates repeat across
 # interpretations, and printing one (C) costs a tenth of walking it (Python).  (Extracted values
 # are JSON values, for which the text determines the outcome.)  The texts are the caller's (up
 # to a request body each): bounded by their bytes too.
 _problems: Memo[tuple[str, bytes], str | None] = Memo(maxsize=4096, max_bytes=32 * 1024 * 1024)
 
 
-def _problem(v: Any, go_type: str, shape: Any, text: bytes | None) -> str | None:
+def _problem(v: Any, go_type: str, text: bytes | None) -> str | None:
+    check = _CHECKS[go_type]
     if text is None:
-        return _type_problem(v, shape, "value")
+        return check(v, "value")
     key = (go_type, text)
     try:
         return _problems[key]
     except KeyError:
         pass
-    return _problems.put(key, _type_problem(v, shape, "value"), len(text))
+    return _problems.put(key, check(v, "value"), len(text))
 
 
 def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> tuple[Any, bytes | None]:
@@ -238,11 +280,10 @@ def _convert(v: Any, index: int, want: str, go_type: str, nil: bool = False) -> 
             f"failed to convert object at index {index} to type {go_type}: json: cannot "
             f"unmarshal {go_json_type(v)} into Go value of type {go_type}"
         )
-    shape = _SHAPES.get(go_type)
-    if shape is None:
+    if go_type not in _CHECKS:
         return v, None
     text = json_text(v)
-    err = _problem(v, go_type, shape, text)
+    err = _problem(v, go_type, text)
     if err:
         raise ConversionError(f"failed to convert object at index {index} to type {go_type}: json: {err}")
     return v, text

@@ -18,7 +18,6 @@ import orjson
 from ..jqlang.inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
 from ..jqlang.jqbatch import Result
 from ..karta.load import Definition
-from ..karta.model import ComponentDefinition
 from .accelerators import ResourceRules, request_values
 from .accelerators import clamp as _clamp
 from .attribution import Layout, PodPart, assemble, layout_of, pod_part
@@ -257,14 +256,11 @@ def _pod(inst: ExtractedInstance, rules: ResourceRules) -> tuple[_PodFacts, dict
     return entry
 
 
-def _instances(
-    c: ComponentDefinition, v: ComponentValues, path: str, rules: ResourceRules
-) -> tuple[list[dict[str, Any]], Sums]:
-    """The instance entries of one extracted component and their sums.  Raises ExtractionError
-    when a pod definition holds a quantity the reference cannot parse."""
+def _instances(bearing: bool, v: ComponentValues, path: str, rules: ResourceRules) -> tuple[list[dict[str, Any]], Sums]:
+    """The instance entries of one extracted component (pod-bearing or not) and their sums.
+    Raises ExtractionError when a pod definition holds a quantity the reference cannot parse."""
     total = Sums()
     instances = []
-    bearing = c.pod_bearing  # a property that walks the spec definition: read it once
     for inst in v.instances:
         s = inst.scale
         entry: dict[str, Any] = {
@@ -310,7 +306,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
         sums: _Sums = None
     else:
         try:
-            instances, sums = _instances(c, v, path, ctx.rules)
+            instances, sums = _instances(name in cd.bearing, v, path, ctx.rules)
         except ExtractionError as e:
             ctx.values[name] = e  # the gang must not size a component whose pods cannot be read
             error = part_error("component", e, name)
@@ -329,7 +325,7 @@ def _node(ctx: _Ctx, name: str, path: str) -> tuple[dict[str, Any], _Sums]:
     node = {
         "name": name,
         "kind": {"group": kind.group or "", "version": kind.version or "", "kind": kind.kind or ""} if kind else None,
-        "podBearing": c.pod_bearing,
+        "podBearing": name in cd.bearing,
         "instances": instances,
         "totals": _totals(sums),
         "children": children,
@@ -648,7 +644,7 @@ def _interpret(
         "dependencies": dependencies(
             (name, ref)
             for name in cd.order
-            if cd.components[name].pod_bearing and isinstance(v := ctx.values[name], ComponentValues)
+            if name in cd.bearing and isinstance(v := ctx.values[name], ComponentValues)
             for inst in v.instances
             for ref in _refs(inst)
         ),
@@ -662,7 +658,7 @@ def _interpret(
             "podTemplates": [
                 {"component": name, "instance": inst.id or None, "template": _template(inst)}
                 for name in cd.order
-                if cd.components[name].pod_bearing and isinstance(v := ctx.values[name], ComponentValues)
+                if name in cd.bearing and isinstance(v := ctx.values[name], ComponentValues)
                 for inst in v.instances
             ],
         }

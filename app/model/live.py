@@ -239,6 +239,12 @@ class LiveModel(CapacityReads, Reader):
             return listed and not self._planning and not self._dirty and not self._replan.is_set()
         return listed
 
+    @property
+    def lists(self) -> int:
+        """Lists its informers have completed, first ones and relists (the collector policy,
+        app/service/gc_policy.py, settles after them)."""
+        return sum(i.relists for kw in self.kinds.values() for i in kw.informers)
+
     def freshness(self, found: Found | None = None) -> dict[str, Any]:
         informers = [i for kw in self.kinds.values() for i in kw.informers]
         live = all(i.connected for i in informers)

@@ -24,6 +24,7 @@ from ..fleet import specs
 from ..fleet.fleet import Fleet
 from ..fleet.member import Member
 from ..karta.store import DefinitionStore
+from ..model.live import LiveModel
 from ..model.protocol import ClusterModel
 from .settings import Settings, auth_mode, fleet_mode
 
@@ -108,6 +109,12 @@ class Cluster:
     @property
     def workloads(self) -> Workloads | None:
         return self.fleet.home.workloads if self.fleet.home is not None else None
+
+    def live_models(self) -> list[LiveModel]:
+        """Every model this process keeps from watches: the fleet's, and a shard's (--role shard|all)."""
+        models = [m.model for m in self.fleet.members.values() if isinstance(m.model, LiveModel)]
+        shard = self.sharing.shard if self.sharing is not None else None
+        return models + ([p.model for p in shard.parts.values() if p.model is not None] if shard is not None else [])
 
     @staticmethod
     def source_keys(settings: Settings) -> list[str]:

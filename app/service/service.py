@@ -47,6 +47,7 @@ from .cluster import Cluster
 from .consumer_formats import consumer_format
 from .dependency_checks import DependencyChecks
 from .errors import lookup_problem
+from .gc_policy import CollectorPolicy
 from .inline import InlineDefinitions
 from .metrics import Metrics
 from .middleware import BodyLimits
@@ -99,9 +100,17 @@ class Service:
     and body limits, the metrics."""
 
     def __init__(
-        self, settings: Settings, *, engine: EngineOptions, streams: Limits, body_limits: BodyLimits, metrics: Metrics
+        self,
+        settings: Settings,
+        *,
+        engine: EngineOptions,
+        streams: Limits,
+        body_limits: BodyLimits,
+        metrics: Metrics,
+        collector: CollectorPolicy | None = None,
     ):
         self.settings = settings
+        self.collector = collector  # None: Python's own thresholds, no freeze after a sync
         self.engine, self.streams, self.body_limits, self.metrics = engine, streams, body_limits, metrics
         home, others = settings.check().cluster_specs()  # ValueError: settings that cannot work together
         self.cluster_wanted = home is not None or bool(others)
@@ -137,6 +146,8 @@ class Service:
         """The process's life (the app's lifespan): evaluator, definition watch, cluster, then
         serving; on the way out, each stopped in turn."""
         settings = self.settings
+        if self.collector is not None:
+            self.collector.apply()
         # Workers start with the first definition that needs one (a catalog-only service never
         # pays their ~40 MB each); a service given definition folders starts them at once.
         await self.evaluator.start(eager=bool(settings.definitions) or settings.isolation == "all")
@@ -148,6 +159,8 @@ class Service:
             self.cluster.start(self.stop)
             if settings.cache:
                 self.background.append(asyncio.create_task(self.warm_metrics(self.cluster.model)))
+            if self.collector is not None:
+                self.background.append(asyncio.create_task(self.collector.watch(self.cluster.live_models, self.stop)))
         # The catalog, compiled programs and app objects live for the process: keep them out of
         # the collector's sight, so full collections stay short (they showed as p99 spikes).
         gc.collect()

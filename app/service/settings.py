@@ -30,6 +30,7 @@ from ..cluster.kube import in_cluster
 from ..engine import accelerators
 from ..fleet import specs
 from ..fleet.specs import ClusterSpec
+from .gc_policy import parse_thresholds
 
 MiB = 1024 * 1024
 
@@ -54,6 +55,11 @@ class SettingsError(ValueError):
 def _store_url(v: str | None) -> str | None:
     if v and not v.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError("--store takes a redis://, rediss:// or unix:// URL")
+    return v
+
+
+def _thresholds(v: str) -> str:
+    parse_thresholds(v)
     return v
 
 
@@ -185,6 +191,13 @@ class Settings(BaseModel):
         "too big for one shard (all replicas must agree on N)", metavar="N")] = 1
     store_stream_length: Annotated[int, Field(ge=1000), Opt(
         "change events the store keeps for stream resumes; an older token is a 410", metavar="EVENTS")] = 100000
+    gc_thresholds: Annotated[str, AfterValidator(_thresholds), Opt(
+        "the garbage collector's generation thresholds in the service process (Python's own: 700,10,10); larger "
+        "young generations mean fewer collections while objects are parsed and interpreted",
+        metavar="N,N,N")] = "20000,20,100"
+    gc_freeze: Annotated[bool, Opt(
+        "once a cluster's model has synced, and after it relisted, collect once and freeze what is alive "
+        "(gc.freeze): the model's objects leave the generations the collector walks")] = True
 
     # fmt: on
     _specs: tuple[ClusterSpec | None, list[ClusterSpec]] | None = PrivateAttr(default=None)

@@ -5,6 +5,7 @@ the CLI builds its own engine options from its flags (app/engine/options.py)."""
 from __future__ import annotations
 
 from ..engine.options import EngineOptions, engine_options
+from .gc_policy import CollectorPolicy, parse_thresholds
 from .metrics import Metrics
 from .middleware import BodyLimits
 from .service import Service
@@ -29,6 +30,11 @@ def body_limits(settings: Settings) -> BodyLimits:
     return BodyLimits(settings.max_body_bytes, settings.max_inflight_body_bytes, settings.body_read_timeout)
 
 
+def collector(settings: Settings) -> CollectorPolicy:
+    """The process's garbage-collector policy (--gc-thresholds, --gc-freeze): gc_policy.py."""
+    return CollectorPolicy(parse_thresholds(settings.gc_thresholds), settings.gc_freeze)
+
+
 def build(settings: Settings) -> Service:
     """A service ready for create_app: its metrics on a registry of its own, with the series
     read at scrape time from the service itself."""
@@ -39,6 +45,7 @@ def build(settings: Settings) -> Service:
         streams=stream_limits(settings),
         body_limits=body_limits(settings),
         metrics=metrics,
+        collector=collector(settings),
     )
     metrics.registry.register(StateCollector(service))
     return service

@@ -355,10 +355,10 @@ def test_a_cached_outcome_names_the_index_it_is_found_at():
 
 @pytest.mark.parametrize("order", [["x", "y"], ["y", "x"]])
 def test_values_that_print_alike_get_one_outcome_and_others_their_own(order):
-    from app.engine.instances import _SHAPES, ConversionError, _convert, _type_problem
+    from app.engine.instances import _CHECKS, ConversionError, _convert
 
     def walked(v: dict) -> str | None:  # the outcome without the cache
-        return _type_problem(v, _SHAPES["v1.PodTemplateSpec"], "value")
+        return _CHECKS["v1.PodTemplateSpec"](v, "value")
 
     # 1, "1" and true differ for the check; so does key order (the first bad key is reported).
     for labels in ({"a": "1"}, {"a": 1}, {"a": True}, {k: 1 for k in order}):

@@ -106,7 +106,7 @@ def _other(name: str) -> Any:
         return default + 7
     if k is float:
         return default + 0.25
-    return {"store": "redis://r:6379/1"}.get(name, f"value-of-{name}")
+    return {"store": "redis://r:6379/1", "gc_thresholds": "700,10,10"}.get(name, f"value-of-{name}")
 
 
 def test_every_setting_survives_the_hand_off_to_worker_processes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,6 +114,9 @@ ON_PURPOSE: list[tuple[str, str] | tuple[str, str, str]] = [
      '  - apiGroups: [""]\n'
      '    resources: ["nodes"]\n'
      '    verbs: ["list"]\n'),
+    ("workload-map/templates/deployment.yaml",  # issue 33: the collector policy's settings
+     '            - name: WLMAP_GC_THRESHOLDS\n              value: "20000,20,100"\n'
+     '            - name: WLMAP_GC_FREEZE\n              value: "true"\n'),
     ("workload-map/templates/clusterrole.yaml",  # issue 32: dependencies' `exists`, Secrets left out
      "  # What workloads' pods refer to, for a live answer's `dependencies[].exists`: one metadata-only\n"
      "  # get each.  ConfigMaps, Secrets and ServiceAccounts are left out (their `get` reads contents\n"

@@ -214,6 +214,11 @@ def test_plurals_of_irregular_kinds() -> None:
         plural("Policy")  # -> policies: must be looked up and listed, not guessed
 
 
+def test_collector_policy_values() -> None:
+    env = env_of(objects(render({"config": {"gcThresholds": "5000,10,50", "gcFreeze": False}})))
+    assert (env["WLMAP_GC_THRESHOLDS"], env["WLMAP_GC_FREEZE"]) == ("5000,10,50", "false")
+
+
 def test_default_render() -> None:
     objs = objects(render())
     assert kinds(objs) == ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy",
@@ -262,7 +267,7 @@ def test_default_render() -> None:
         "WLMAP_MAX_BODY_BYTES": "3145728", "WLMAP_ALLOW_INLINE_DEFINITIONS": "true", "WLMAP_AUTH": "kubernetes",
         "WLMAP_ACTIONS": "false", "WLMAP_NAMESPACE": RELEASE_NS, "WLMAP_CONFIGMAP_SELECTOR": "workload-map.dev/definitions",
         "WLMAP_KARTA_RESOURCES": "true", "WLMAP_LOG_LEVEL": "info", "WLMAP_JQ_RESULT_CACHE": "true",
-        "WLMAP_CACHE": "true", "WLMAP_STREAM_BUFFER": "1000", "WLMAP_STREAM_WRITE_TIMEOUT": "10", "TMPDIR": "/tmp"}
+        "WLMAP_GC_THRESHOLDS": "20000,20,100", "WLMAP_GC_FREEZE": "true", "WLMAP_CACHE": "true", "WLMAP_STREAM_BUFFER": "1000", "WLMAP_STREAM_WRITE_TIMEOUT": "10", "TMPDIR": "/tmp"}
 
     svc = one(objs, "Service")
     assert svc["spec"]["type"] == "ClusterIP"
@@ -356,7 +361,8 @@ def test_full_values_render() -> None:
         "WLMAP_MAX_BODY_BYTES": "10485760", "WLMAP_ALLOW_INLINE_DEFINITIONS": "false", "WLMAP_AUTH": "none",
         "WLMAP_ACTIONS": "true",
         "WLMAP_NAMESPACE": FULL_NS, "WLMAP_CONFIGMAP_SELECTOR": "team=ml", "WLMAP_KARTA_RESOURCES": "false",
-        "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_CACHE": "false",
+        "WLMAP_LOG_LEVEL": "debug", "WLMAP_JQ_RESULT_CACHE": "false", "WLMAP_GC_THRESHOLDS": "20000,20,100",
+        "WLMAP_GC_FREEZE": "true", "WLMAP_CACHE": "false",
         "WLMAP_STREAM_BUFFER": "50", "WLMAP_STREAM_WRITE_TIMEOUT": "2.5",
         "WLMAP_WATCH_NAMESPACE": "team-a,team-b",
         "WLMAP_TLS_CERT_FILE": f"{TLS_DIR}/tls.crt", "WLMAP_TLS_KEY_FILE": f"{TLS_DIR}/tls.key", "TMPDIR": "/tmp"}

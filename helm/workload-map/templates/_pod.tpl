@@ -79,6 +79,10 @@ spec:
           value: {{ .Values.config.logLevel | quote }}
         - name: WLMAP_JQ_RESULT_CACHE
           value: {{ .Values.config.jqResultCache | toString | quote }}
+        - name: WLMAP_GC_THRESHOLDS
+          value: {{ .Values.config.gcThresholds | quote }}
+        - name: WLMAP_GC_FREEZE
+          value: {{ .Values.config.gcFreeze | toString | quote }}
         - name: WLMAP_CACHE
           value: {{ .Values.config.cache | toString | quote }}
         - name: WLMAP_STREAM_BUFFER
