@@ -193,26 +193,41 @@ def copy_uid(uid: bytes, k: int) -> bytes:
 
 
 class Template:
-    """An object's JSON with what differs between copies and versions marked, rendered by a few
-    byte replacements (no JSON work per event)."""
+    """An object's JSON cut where copies and versions differ (its namespace, the uids it carries,
+    its resourceVersion): rendering joins the pieces with the copy's values, no JSON work and
+    one pass over the bytes per event."""
 
-    __slots__ = ("data", "name", "ns", "uids")
+    __slots__ = ("name", "ns", "parts", "slots", "uids")
 
     def __init__(self, obj: dict[str, Any], copied_uids: set[bytes]):
         meta = obj.get("metadata") or {}
         self.ns, self.name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        marked = {**obj, "metadata": {**meta, "resourceVersion": "@@rv@@"}}
-        self.data = orjson.dumps(marked)
-        self.uids = list(dict.fromkeys(u for u in UID_RE.findall(self.data) if u in copied_uids)) if self.ns else []
+        data = orjson.dumps({**obj, "metadata": {**meta, "resourceVersion": "@@rv@@"}})
+        self.uids = list(dict.fromkeys(u for u in UID_RE.findall(data) if u in copied_uids)) if self.ns else []
+        tokens = [RV_MARK, *self.uids] + ([_ns_field(self.ns)] if self.ns else [])
+        self.parts: list[bytes] = []
+        self.slots: list[bytes] = []
+        at = 0
+        for m in re.finditer(b"|".join(re.escape(t) for t in tokens), data):
+            self.parts.append(data[at:m.start()])
+            self.slots.append(m.group())
+            at = m.end()
+        self.parts.append(data[at:])
 
     def render(self, k: int, rv: int) -> bytes:
-        b = self.data
-        if k and self.ns:
-            new = copy_namespace(self.ns, k).encode()
-            b = b.replace(b'"namespace":"%s"' % self.ns.encode(), b'"namespace":"%s"' % new)
+        subs = {RV_MARK: b'"%d"' % rv}
+        if self.ns:
+            subs[_ns_field(self.ns)] = _ns_field(copy_namespace(self.ns, k))
             for u in self.uids:
-                b = b.replace(u, copy_uid(u, k))
-        return b.replace(RV_MARK, b'"%d"' % rv)
+                subs[u] = copy_uid(u, k)
+        out = [b""] * (2 * len(self.parts) - 1)
+        out[0::2] = self.parts
+        out[1::2] = [subs[s] for s in self.slots]
+        return b"".join(out)
+
+
+def _ns_field(ns: str) -> bytes:
+    return b'"namespace":"%s"' % ns.encode()
 
 
 def copied_uids(rec: Recording) -> set[bytes]:

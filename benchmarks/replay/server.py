@@ -59,6 +59,7 @@ from benchmarks.replay.recording import (  # noqa: E402
 )
 
 Key = tuple[str, str]
+BATCH = 256  # events emitted (and written) between two looks at the other connections
 PARTIAL = b"PartialObjectMetadata"
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 410: "Gone"}
 
@@ -214,13 +215,14 @@ class Replay:
     def flush(self) -> None:
         for w in self.dirty:
             if w.pending:
-                data = b"".join(w.pending)
-                w.pending.clear()
                 tr = w.writer.transport
                 if tr.is_closing():
+                    w.pending.clear()
                     w.ended.set()
                     continue
-                w.writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                size = sum(map(len, w.pending))
+                tr.writelines([b"%x\r\n" % size, *w.pending, b"\r\n"])  # one chunk: one copy
+                w.pending.clear()
                 # as the API server drops a watcher that cannot keep up
                 if tr.get_write_buffer_size() > self.max_buffer:
                     self.slow_dropped += 1
@@ -235,7 +237,8 @@ class Replay:
         try:
             while self.next_i < end:
                 now = time.monotonic()
-                due = min(end, first + int((now - t0) * rate) + 1)
+                # at most BATCH at a time: a server that fell behind still answers in between
+                due = min(end, first + int((now - t0) * rate) + 1, self.next_i + BATCH)
                 if due > self.next_i:
                     run["max_lag"] = max(run["max_lag"], now - (t0 + (self.next_i - first) / rate))
                     batch = [self.emit(i) for i in range(self.next_i, due)]
@@ -498,6 +501,16 @@ class Replay:
         except (ValueError, KeyError) as e:
             return 400, orjson.dumps({"error": str(e)})
         return 404, b'{"error":"no such control"}'
+
+
+def write_kubeconfig(path: Path, url: str) -> Path:
+    """A kubeconfig for `wlmap serve` on the replay at `url` (plain HTTP; any token will do)."""
+    path.write_bytes(orjson.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "replay",
+        "clusters": [{"name": "replay", "cluster": {"server": url}}],
+        "users": [{"name": "replay", "user": {"token": "replay"}}],
+        "contexts": [{"name": "replay", "context": {"cluster": "replay", "user": "replay"}}]}))
+    return path
 
 
 def response(code: int, body: bytes) -> bytes:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 import urllib.error
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from benchmarks.cluster_fill import (
 )
 from benchmarks.replay.record import Recorder
 from benchmarks.replay.recording import Recording, steps
-from benchmarks.replay.server import Replay, serve
+from benchmarks.replay.server import Replay, serve, write_kubeconfig
 
 from ..service.conftest import Server
 from .apiserver import ApiServer
@@ -89,12 +88,7 @@ class ReplayThread(threading.Thread):
         return r.json()
 
     def kubeconfig(self, path: Path) -> Path:
-        path.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "replay",
-            "clusters": [{"name": "replay", "cluster": {"server": self.url}}],
-            "users": [{"name": "replay", "user": {"token": "replay"}}],
-            "contexts": [{"name": "replay", "context": {"cluster": "replay", "user": "replay"}}]}))
-        return path
+        return write_kubeconfig(path, self.url)
 
     def play(self, count: int | None = None, rate: float = 2000) -> None:
         self.control("POST", "start", rate=rate, **({"count": count} if count is not None else {}))
