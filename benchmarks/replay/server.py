@@ -172,7 +172,9 @@ class Replay:
         self.types = [s.type.encode() for s in self.steps]
         self.total = None if cycle else len(self.steps) * copies  # events a forward replay has
         self.floor = self.rv  # events after this version are kept (up to `window`): a watch from before it is 410
-        self.window: collections.deque[tuple[int, Served, bytes, str, bytes]] = collections.deque(maxlen=window)
+        # (version, resource, type, namespace, step, copy): rendered again for a watch that resumes
+        # (90,000 pods' events would not fit as bytes)
+        self.window: collections.deque[tuple[int, Served, bytes, str, int, int]] = collections.deque(maxlen=window)
         self.next_i = 0  # the next event to emit
         self.log: collections.deque[tuple[int, float, str, str, int]] = collections.deque()
         self.log_base = 0
@@ -203,7 +205,7 @@ class Replay:
         else:
             sv.objects[key] = data
         sv.partial.pop(key, None)
-        self.window.append((self.rv, sv, typ, ns, data))
+        self.window.append((self.rv, sv, typ, ns, j, k))
         for w in sv.watches:
             line = w.line(typ, ns, data)
             if line is not None:
@@ -394,8 +396,8 @@ class Replay:
                 line = b'{"type":"ERROR","object":' + doc + b"}\n"
                 writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(line), line))
                 return
-            for erv, esv, typ, ens, data in self.window:
-                if erv > rv and esv is sv and (line := w.line(typ, ens, data)) is not None:
+            for erv, esv, typ, ens, j, k in self.window:
+                if erv > rv and esv is sv and (line := w.line(typ, ens, self.templates[j].render(k, erv))) is not None:
                     w.pending.append(line)
         sv.watches.add(w)
         self.dirty.add(w)
