@@ -47,7 +47,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.churn_bench import Cpu, ListStream, ModelSampler, fmt  # noqa: E402
-from benchmarks.cluster_bench import Service, finite, pct, stop_tree, vmrss_mb, wait_for_binaries  # noqa: E402
+from benchmarks.cluster_bench import (  # noqa: E402
+    Checkout,
+    Service,
+    finite,
+    pct,
+    stop_tree,
+    vmrss_mb,
+    wait_for_binaries,
+)
 from benchmarks.cluster_fill import (  # noqa: E402
     SERVICE_NS,
     UA_KUBELET,
@@ -167,12 +175,14 @@ class Seen:
 
 
 def visible(events: list[tuple[int, float, int]], seen: list[tuple[float, int]], until: float | None = None
-            ) -> tuple[list[float], int]:
+            ) -> tuple[list[float], int, int]:
     """Latencies of one workload's events (i, written, want) from its observations (t, ready): an
     observation of `ready` at t is the latest event written by t that leads to it, and shows
     every earlier event of the workload too (the service coalesces what arrives together).
     `until`: observations stop then (GET one's sample window); later events are not counted.
-    Returns the latencies and how many events were never seen."""
+    Returns the latencies, how many events were never seen, and how many were not seen but end
+    where the row already stood (a pod flipped and flipped back before the service applied
+    either: no row change to see)."""
     lat: dict[int, float] = {}
     j = hi = 0  # events before j are marked; events before hi were written by the observation
     for t, r in seen:
@@ -185,7 +195,9 @@ def visible(events: list[tuple[int, float, int]], seen: list[tuple[float, int]],
             lat[x] = max(0.0, t - events[x][1])
         j = m + 1
     counted = [e for e in range(len(events)) if until is None or events[e][1] <= until]
-    return [lat[e] for e in counted if e in lat], sum(1 for e in counted if e not in lat)
+    unseen = [e for e in counted if e not in lat]
+    unchanged = len(unseen) if unseen and seen and events[unseen[-1]][2] == seen[-1][1] else 0
+    return [lat[e] for e in counted if e in lat], len(unseen) - unchanged, unchanged
 
 
 class Poller(threading.Thread):
@@ -225,6 +237,10 @@ class Poller(threading.Thread):
         conn.close()
 
 
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b and b == b and a == a and b != float("inf") and a != float("inf") else "-"
+
+
 # -- the server alone --------------------------------------------------------------------------
 
 def server_only(args: argparse.Namespace, rp: ReplayProcess) -> list[dict[str, Any]]:
@@ -254,64 +270,135 @@ def server_only(args: argparse.Namespace, rp: ReplayProcess) -> list[dict[str, A
     return rows
 
 
-# -- one step ----------------------------------------------------------------------------------
+# -- one service on its own replay server -----------------------------------------------------
 
-def step(args: argparse.Namespace, rp: ReplayProcess, svc: Service, seen: Seen, pollers: list[Poller],
-         sampler: ModelSampler, cpu: Cpu, rate: float) -> dict[str, Any]:
-    first = rp.call("GET", "stats")["next"]
-    sampler.samples = []
-    sampler.running.set()
-    for pl in pollers:
-        pl.windows = []
-        pl.running.set()
-    seen.stream.clear()
-    seen.get.clear()
-    a = cpu.read()
-    run = rp.run(rate, args.seconds)
-    b = cpu.read()
-    time.sleep(args.drain)  # the last events through the service
-    for pl in pollers:
-        pl.running.clear()
-    sampler.running.clear()
-    log = rp.call("GET", "log", since=first)["events"]
-    by_key: dict[Key, list[tuple[int, float, int]]] = collections.defaultdict(list)
-    for i, t, ns, name, ready in log:
-        if name:
-            by_key[(ns, name)].append((i, t, ready))
-    stream, never = [], 0
-    for key, evs in by_key.items():
-        lat, n = visible(evs, sorted(seen.stream.get(key, [])))
-        stream += lat
-        never += n
-    gets, get_never = [], 0
-    for pl in pollers:
-        for key, t0, t1 in pl.windows:
-            evs = [e for e in by_key.get(key, []) if e[1] >= t0]
-            lat, n = visible(evs, sorted(o for o in seen.get.get(key, []) if t0 <= o[0] <= t1), until=t1 - 1.0)
-            gets += lat
-            get_never += n
-    p = Cpu.pct(a, b)
-    events = len(log)
-    secs = b["_t"] - a["_t"]
-    svc_cpu_s = p["service"] / 100 * secs
-    stream_all = stream + [float("inf")] * never
-    row = {"target_per_s": rate, "events": events, "server_achieved_per_s": run["achieved_per_s"],
-           "server_max_lag_s": run["max_lag"], "stream_n": len(stream), "stream_never": never,
-           "stream_p50_s": pct(stream_all, 50), "stream_p99_s": pct(stream_all, 99),
-           "get_n": len(gets), "get_never": get_never,
-           "get_p50_s": pct(gets + [float("inf")] * get_never, 50),
-           "get_p99_s": pct(gets + [float("inf")] * get_never, 99),
-           "service_cpu_pct": p["service"], "service_cpu_ms_per_event": svc_cpu_s * 1000 / events if events else 0.0,
-           "server_cpu_pct": p["server"], "driver_cpu_pct": p["driver"], "machine_busy_pct": p["machine_busy"],
-           "rss_mb": vmrss_mb(svc.proc.pid), "pending_max": max(sampler.samples, default=0),
-           "load1": os.getloadavg()[0]}
-    print(f"  {rate:6g}/s: server {row['server_achieved_per_s']:6.0f}/s (lag {fmt(row['server_max_lag_s'])}); "
-          f"stream p50 {fmt(row['stream_p50_s'])} p99 {fmt(row['stream_p99_s'])} ({never} never of {events}); "
-          f"GET p50 {fmt(row['get_p50_s'])} p99 {fmt(row['get_p99_s'])} (n={len(gets)}, {get_never} never); "
-          f"service CPU {row['service_cpu_pct']:.0f} % = {row['service_cpu_ms_per_event']:.3f} ms/event, "
-          f"RSS {row['rss_mb']:.0f} MB, pending max {row['pending_max']}; server CPU {row['server_cpu_pct']:.0f} %, "
-          f"machine busy {row['machine_busy_pct']:.0f} %, load {row['load1']:.1f}", flush=True)
-    return row
+class Side:
+    """`wlmap serve` (this checkout's, or `checkout`'s) on its own replay server, with its list
+    stream, GET one pollers and model sampler: sides of a comparison take turns, so the one
+    not stepping receives no events."""
+
+    def __init__(self, label: str, args: argparse.Namespace, rec_path: Path, copies: int, log_dir: Path,
+                 checkout: Path | None = None):
+        self.label, self.args = label, args
+        self.dir = log_dir / label
+        self.dir.mkdir(exist_ok=True)
+        t = time.perf_counter()
+        self.rp = ReplayProcess(rec_path, copies, self.dir)
+        print(f"[{label}] replay server: {self.rp.loaded} up in {time.perf_counter() - t:.1f} s", flush=True)
+        self.redis: Any = None
+        self.svc: Service | None = None
+        self.stream: ListStream | None = None
+        self.pollers: list[Poller] = []
+        self.sampler: ModelSampler | None = None
+        self.seen = Seen()
+
+    def start(self, rec: Recording) -> float:
+        args = self.args
+        extra: list[str] = []
+        if args.store:
+            from tests.store.redis_server import RedisServer
+
+            self.redis = RedisServer().start()
+            extra = ["--store", self.redis.url, "--role", "all"]
+        extra += ["--karta-resources", "false"]  # no Karta leader election against a read-only server
+        kubeconfig = self.rp.kubeconfig(self.dir / "kubeconfig")
+        checkout = args.compare if self.label == "compare" else None
+        self.svc = (Checkout(checkout, kubeconfig, self.dir, extra) if checkout is not None
+                    else Service("model", kubeconfig, True, self.dir, extra))
+        synced = self.svc.wait_synced()
+        print(f"[{self.label}] wlmap serve synced in {synced:.1f} s ({SERVICE_NS})", flush=True)
+        self.stream = ListStream(self.svc.port, self.seen)  # type: ignore[arg-type]  # a ledger: seen_on_stream
+        self.stream.start()
+        if not self.stream.initial_end.wait(300) or self.stream.error:
+            raise RuntimeError(f"list stream: {self.stream.error or 'no initial BOOKMARK'}")
+        keys = sorted({(js["metadata"]["namespace"], js["metadata"]["name"])
+                       for js in rec.lists.get("/apis/jobset.x-k8s.io/v1alpha2/jobsets", [])})
+        rng = random.Random(args.seed)
+        self.pollers = [Poller(self.svc.port, keys, self.seen, args.poll, args.sample, rng)
+                        for _ in range(args.pollers)]
+        for pl in self.pollers:
+            pl.start()
+        self.sampler = ModelSampler(self.svc.port)
+        self.sampler.start()
+        self.cpu = Cpu(service=self.svc.proc.pid, server=self.rp.proc.pid)
+        return synced
+
+    def step(self, rate: float) -> dict[str, Any]:
+        args, rp, svc, seen, sampler = self.args, self.rp, self.svc, self.seen, self.sampler
+        assert svc is not None and sampler is not None
+        first = rp.call("GET", "stats")["next"]
+        sampler.samples = []
+        sampler.running.set()
+        for pl in self.pollers:
+            pl.windows = []
+            pl.running.set()
+        seen.stream.clear()
+        seen.get.clear()
+        a = self.cpu.read()
+        run = rp.run(rate, args.seconds)
+        b = self.cpu.read()
+        time.sleep(args.drain)  # the last events through the service
+        for pl in self.pollers:
+            pl.running.clear()
+        sampler.running.clear()
+        log = rp.call("GET", "log", since=first)["events"]
+        by_key: dict[Key, list[tuple[int, float, int]]] = collections.defaultdict(list)
+        for i, t, ns, name, ready in log:
+            if name:
+                by_key[(ns, name)].append((i, t, ready))
+        stream, never, unchanged = [], 0, 0
+        for key, evs in by_key.items():
+            lat, n, u = visible(evs, sorted(seen.stream.get(key, [])))
+            stream += lat
+            never += n
+            unchanged += u
+        gets, get_never = [], 0
+        for pl in self.pollers:
+            for key, t0, t1 in pl.windows:
+                evs = [e for e in by_key.get(key, []) if e[1] >= t0]
+                lat, n, _ = visible(evs, sorted(o for o in seen.get.get(key, []) if t0 <= o[0] <= t1),
+                                    until=t1 - 1.0)
+                gets += lat
+                get_never += n
+        p = Cpu.pct(a, b)
+        events = len(log)
+        svc_cpu_s = p["service"] / 100 * (b["_t"] - a["_t"])
+        stream_all = stream + [float("inf")] * never
+        get_all = gets + [float("inf")] * get_never
+        row = {"side": self.label, "target_per_s": rate, "events": events,
+               "server_achieved_per_s": run["achieved_per_s"], "server_max_lag_s": run["max_lag"],
+               "stream_n": len(stream), "stream_never": never, "stream_unchanged": unchanged,
+               "stream_p50_s": pct(stream_all, 50), "stream_p99_s": pct(stream_all, 99),
+               "get_n": len(gets), "get_never": get_never, "get_p50_s": pct(get_all, 50), "get_p99_s": pct(get_all, 99),
+               "service_cpu_pct": p["service"],
+               "service_cpu_ms_per_event": svc_cpu_s * 1000 / events if events else 0.0,
+               "server_cpu_pct": p["server"], "driver_cpu_pct": p["driver"], "machine_busy_pct": p["machine_busy"],
+               "rss_mb": vmrss_mb(svc.proc.pid), "pending_max": max(sampler.samples, default=0),
+               "load1": os.getloadavg()[0]}
+        print(f"  [{self.label}] {rate:6g}/s: server {row['server_achieved_per_s']:6.0f}/s "
+              f"(lag {fmt(row['server_max_lag_s'])}); stream p50 {fmt(row['stream_p50_s'])} "
+              f"p99 {fmt(row['stream_p99_s'])} ({never} never, {unchanged} flipped back unseen, "
+              f"of {events}); GET p50 {fmt(row['get_p50_s'])} "
+              f"p99 {fmt(row['get_p99_s'])} (n={len(gets)}, {get_never} never); service CPU "
+              f"{row['service_cpu_pct']:.0f} % = {row['service_cpu_ms_per_event']:.3f} ms/event, RSS "
+              f"{row['rss_mb']:.0f} MB, pending max {row['pending_max']}; server CPU {row['server_cpu_pct']:.0f} %, "
+              f"machine busy {row['machine_busy_pct']:.0f} %, load {row['load1']:.1f}", flush=True)
+        return row
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        for pl in self.pollers:
+            pl.stop = True
+            pl.running.set()
+        if self.sampler is not None:
+            self.sampler.stop = True
+            self.sampler.running.set()
+        if self.svc is not None:
+            self.svc.stop()
+        if self.redis is not None:
+            self.redis.stop()
+        self.rp.stop()
 
 
 def main() -> int:
@@ -328,6 +415,8 @@ def main() -> int:
     ap.add_argument("--sample", type=float, default=3.0, help="seconds each GET one poller stays on a workload")
     ap.add_argument("--stop-p99", type=float, default=5.0, help="stop after a step whose stream p99 passes this")
     ap.add_argument("--store", action="store_true", help="`--role all` on a real Redis (as churn_bench --store)")
+    ap.add_argument("--compare", type=Path, help="another checkout's service too, each on its own replay server, "
+                    "rates interleaved (ratios printed)")
     ap.add_argument("--server-only", action="store_true", help="measure the replay server alone")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--seed", type=int, default=1)
@@ -347,71 +436,40 @@ def main() -> int:
     figures: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_at_start": os.getloadavg()},
                                "args": {k: str(v) for k, v in vars(args).items()}, "copies": copies,
                                "pods": base_pods * copies, "recorded_events": len(rec.events)}
-    t = time.perf_counter()
-    rp = ReplayProcess(rec_path, copies, log_dir)
-    print(f"replay server: {rp.loaded} ({copies} copies, {base_pods * copies} pods) up in "
-          f"{time.perf_counter() - t:.1f} s", flush=True)
-    svc: Service | None = None
-    redis: Any = None
-    stream: ListStream | None = None
-    pollers: list[Poller] = []
-    sampler: ModelSampler | None = None
+    sides: list[Side] = []
     try:
         if args.server_only:
-            figures["server_only"] = server_only(args, rp)
+            sides.append(Side("server", args, rec_path, copies, log_dir))
+            figures["server_only"] = server_only(args, sides[0].rp)
             return 0
-        extra: list[str] = []
-        if args.store:
-            from tests.store.redis_server import RedisServer
-
-            redis = RedisServer().start()
-            extra = ["--store", redis.url, "--role", "all"]
-        extra += ["--karta-resources", "false"]  # no Karta leader election against a read-only server
-        svc = Service("model", rp.kubeconfig(log_dir / "kubeconfig"), True, log_dir, extra)
-        print(f"wlmap serve synced in {svc.wait_synced():.1f} s ({SERVICE_NS})", flush=True)
-        figures["sync_s"] = time.perf_counter() - svc.started
-        seen = Seen()
-        stream = ListStream(svc.port, seen)  # type: ignore[arg-type]  # a ledger: seen_on_stream
-        stream.start()
-        if not stream.initial_end.wait(120) or stream.error:
-            raise RuntimeError(f"list stream: {stream.error or 'no initial BOOKMARK'}")
-        keys = sorted({(e[2], e[3]) for e in rp.call("GET", "log")["events"] if e[3]})
-        if not keys:  # nothing emitted yet: the workloads the recording's steps name, copy 0
-            keys = sorted({(js["metadata"]["namespace"], js["metadata"]["name"])
-                           for js in rec.lists.get("/apis/jobset.x-k8s.io/v1alpha2/jobsets", [])})
-        rng = random.Random(args.seed)
-        pollers = [Poller(svc.port, keys, seen, args.poll, args.sample, rng) for _ in range(args.pollers)]
-        for pl in pollers:
-            pl.start()
-        sampler = ModelSampler(svc.port)
-        sampler.start()
-        cpu = Cpu(service=svc.proc.pid, server=rp.proc.pid)
-        rows = []
+        for label in ("this", *(["compare"] if args.compare else [])):
+            sides.append(Side(label, args, rec_path, copies, log_dir))
+            figures.setdefault("sync_s", {})[label] = sides[-1].start(rec)
+        rows: list[dict[str, Any]] = []
         for rate in [float(x) for x in args.rates.split(",")]:
-            row = step(args, rp, svc, seen, pollers, sampler, cpu, rate)
-            rows.append(row)
-            if row["stream_p99_s"] > args.stop_p99:
-                print(f"stop: stream p99 {fmt(row['stream_p99_s'])} > {args.stop_p99:g} s", flush=True)
+            done = [s.step(rate) for s in sides]  # interleaved: one rate on each side in turn
+            rows += done
+            if len(done) == 2:
+                a, b = done
+                print(f"  {rate:6g}/s compare/this: stream p50 {ratio(b['stream_p50_s'], a['stream_p50_s'])} "
+                      f"p99 {ratio(b['stream_p99_s'], a['stream_p99_s'])}, GET p50 "
+                      f"{ratio(b['get_p50_s'], a['get_p50_s'])}, CPU per event "
+                      f"{ratio(b['service_cpu_ms_per_event'], a['service_cpu_ms_per_event'])}", flush=True)
+            if all(r["stream_p99_s"] > args.stop_p99 for r in done):
+                print(f"stop: stream p99 > {args.stop_p99:g} s", flush=True)
                 break
         figures["steps"] = rows
-        ok = [r for r in rows if r["stream_p99_s"] <= 1.0 and r["get_p99_s"] <= 1.0 and r["stream_never"] == 0]
-        figures["absorbed_per_s"] = max((r["server_achieved_per_s"] for r in ok), default=0.0)
-        print(f"\nhighest rate with change-visible p99 <= 1 s (stream and GET one): "
-              f"{figures['absorbed_per_s']:.0f} events/s on {base_pods * copies} pods")
+        figures["server_requests"] = sides[0].rp.call("GET", "stats")["requests"]  # what the service asked
+        for s in sides:
+            ok = [r for r in rows if r["side"] == s.label and r["stream_p99_s"] <= 1.0 and r["get_p99_s"] <= 1.0
+                  and r["stream_never"] == 0]
+            best = max((r["server_achieved_per_s"] for r in ok), default=0.0)
+            figures.setdefault("absorbed_per_s", {})[s.label] = best
+            print(f"[{s.label}] highest rate with change-visible p99 <= 1 s (stream and GET one): "
+                  f"{best:.0f} events/s on {base_pods * copies} pods")
     finally:
-        if stream is not None:
-            stream.close()
-        for pl in pollers:
-            pl.stop = True
-            pl.running.set()
-        if sampler is not None:
-            sampler.stop = True
-            sampler.running.set()
-        if svc is not None:
-            svc.stop()
-        if redis is not None:
-            redis.stop()
-        rp.stop()
+        for s in sides:
+            s.close()
         if args.json:
             args.json.write_text(json.dumps(finite(figures), indent=1, default=str))
             print(f"figures written to {args.json}")

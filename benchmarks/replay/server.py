@@ -460,7 +460,7 @@ class Replay:
             return 200, self.discovery[path]
         r = self.route(path)
         if r is None:
-            self.requests["not found"] += 1
+            self.requests[f"not found {path}"] += 1
             return 404, status_doc(404, "NotFound", f"{path} is not served by the replay")
         sv, ns, name = r
         if name is not None:
