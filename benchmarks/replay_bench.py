@@ -66,7 +66,7 @@ from benchmarks.cluster_fill import (  # noqa: E402
     ready_patch,
 )
 from benchmarks.replay.record import Recorder  # noqa: E402
-from benchmarks.replay.recording import Recording  # noqa: E402
+from benchmarks.replay.recording import Recording, copy_namespace, steps  # noqa: E402
 from benchmarks.replay.server import write_kubeconfig  # noqa: E402
 from tests.cluster.apiserver import ApiServer  # noqa: E402
 
@@ -147,13 +147,17 @@ class ReplayProcess:
     def kubeconfig(self, path: Path) -> Path:
         return write_kubeconfig(path, self.url)
 
-    def run(self, rate: float, seconds: float) -> dict[str, Any]:
+    def run(self, rate: float, seconds: float, schedule: Schedule | None = None) -> dict[str, Any]:
         """Emit rate x seconds events; the run's stats once the last is written."""
-        self.call("POST", "start", rate=rate, count=int(rate * seconds))
+        started = self.call("POST", "start", rate=rate, count=int(rate * seconds))
         while True:
-            time.sleep(0.1)
+            time.sleep(0.05)
             run = self.call("GET", "stats")["run"]
+            if schedule is not None and schedule.run is None and run.get("t0") is not None:
+                schedule.run = (run["t0"], started["first"], started["first"] + started["count"], rate)
             if run.get("running") is False:
+                if schedule is not None:
+                    schedule.run = None
                 return run
 
     def stop(self) -> None:
@@ -200,12 +204,37 @@ def visible(events: list[tuple[int, float, int]], seen: list[tuple[float, int]],
     return [lat[e] for e in counted if e in lat], len(unseen) - unchanged, unchanged
 
 
-class Poller(threading.Thread):
-    """GET one: a workload at a time, polled every `every` s for `sample` s; (t, ready) kept."""
+class Schedule:
+    """Which workload event i changes and when it is due, for the run under way: the GET one
+    pollers go where the next events go (90,000 pods' workloads get one each ~10 s at 1,000/s)."""
 
-    def __init__(self, port: int, keys: list[Key], seen: Seen, every: float, sample: float, rng: random.Random):
+    def __init__(self, rec: Recording, copies: int):
+        self.steps = [s.workload for s in steps(rec, cycle=True)]
+        self.copies = copies
+        self.run: tuple[float, int, int, float] | None = None  # (t0, first, end, rate)
+
+    def target(self, ahead: float, rng: random.Random) -> tuple[Key, float] | None:
+        """A workload with an event due `ahead` s (up to twice that) from now, and when."""
+        if self.run is None:
+            return None
+        t0, first, end, rate = self.run
+        start = first + int((time.perf_counter() + ahead * (1 + rng.random()) - t0) * rate)
+        for i in range(start, min(end, start + 10 * self.copies)):
+            wl = self.steps[(i // self.copies) % len(self.steps)]
+            if wl is not None:
+                return (copy_namespace(wl[0], i % self.copies), wl[1]), t0 + (i - first) / rate
+        return None
+
+
+class Poller(threading.Thread):
+    """GET one: the workload of an event due shortly, polled every `every` s from now until
+    `sample` s after the event is due; (t, ready) kept."""
+
+    def __init__(self, port: int, schedule: Schedule, seen: Seen, every: float, sample: float,
+                 rng: random.Random):
         super().__init__(daemon=True, name="get-poller")
-        self.port, self.keys, self.seen, self.every, self.sample, self.rng = port, keys, seen, every, sample, rng
+        self.port, self.schedule, self.seen = port, schedule, seen
+        self.every, self.sample, self.rng = every, sample, rng
         self.windows: list[tuple[Key, float, float]] = []
         self.running = threading.Event()
         self.stop = False
@@ -216,9 +245,13 @@ class Poller(threading.Thread):
         while not self.stop:
             if not self.running.wait(0.2):
                 continue
-            key = self.rng.choice(self.keys)
+            target = self.schedule.target(0.3, self.rng)
+            if target is None:
+                time.sleep(0.05)
+                continue
+            key, due = target
             t0 = time.perf_counter()
-            while self.running.is_set() and time.perf_counter() - t0 < self.sample:
+            while self.running.is_set() and time.perf_counter() < due + self.sample:
                 t_req = time.perf_counter()
                 try:
                     conn.request("GET", f"/workloads/{key[0]}/{key[1]}")
@@ -279,7 +312,7 @@ class Side:
 
     def __init__(self, label: str, args: argparse.Namespace, rec_path: Path, copies: int, log_dir: Path,
                  checkout: Path | None = None):
-        self.label, self.args = label, args
+        self.label, self.args, self.copies = label, args, copies
         self.dir = log_dir / label
         self.dir.mkdir(exist_ok=True)
         t = time.perf_counter()
@@ -311,10 +344,9 @@ class Side:
         self.stream.start()
         if not self.stream.initial_end.wait(300) or self.stream.error:
             raise RuntimeError(f"list stream: {self.stream.error or 'no initial BOOKMARK'}")
-        keys = sorted({(js["metadata"]["namespace"], js["metadata"]["name"])
-                       for js in rec.lists.get("/apis/jobset.x-k8s.io/v1alpha2/jobsets", [])})
+        self.schedule = Schedule(rec, self.copies)
         rng = random.Random(args.seed)
-        self.pollers = [Poller(self.svc.port, keys, self.seen, args.poll, args.sample, rng)
+        self.pollers = [Poller(self.svc.port, self.schedule, self.seen, args.poll, args.sample, rng)
                         for _ in range(args.pollers)]
         for pl in self.pollers:
             pl.start()
@@ -335,7 +367,7 @@ class Side:
         seen.stream.clear()
         seen.get.clear()
         a = self.cpu.read()
-        run = rp.run(rate, args.seconds)
+        run = rp.run(rate, args.seconds, self.schedule)
         b = self.cpu.read()
         time.sleep(args.drain)  # the last events through the service
         for pl in self.pollers:
@@ -412,7 +444,8 @@ def main() -> int:
     ap.add_argument("--drain", type=float, default=3.0, help="seconds after a step for its last events")
     ap.add_argument("--pollers", type=int, default=2)
     ap.add_argument("--poll", type=float, default=0.02, help="GET one poll interval (s)")
-    ap.add_argument("--sample", type=float, default=3.0, help="seconds each GET one poller stays on a workload")
+    ap.add_argument("--sample", type=float, default=2.0,
+                    help="seconds a GET one poller stays on a workload after its event is due")
     ap.add_argument("--stop-p99", type=float, default=5.0, help="stop after a step whose stream p99 passes this")
     ap.add_argument("--store", action="store_true", help="`--role all` on a real Redis (as churn_bench --store)")
     ap.add_argument("--compare", type=Path, help="another checkout's service too, each on its own replay server, "
