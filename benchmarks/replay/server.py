@@ -11,8 +11,9 @@ metadata-only form when the client asks `Accept: ...;as=PartialObjectMetadataLis
 after it, then the live ones, one JSON line each in a chunked response; BOOKMARK events every
 `--bookmark-every` s when `allowWatchBookmarks`; the watch ends at `timeoutSeconds`), or an ERROR
 event with a 410 Status when that version is older than the `--window` events kept.  No version:
-an ADDED for each current object first.  Anything else: 404, or 405 for writes (the replay is
-read-only).  ResourceVersions are the server's own, increasing by one per event.
+an ADDED for each current object first.  Writes: Leases only (create, replace, delete, with
+resourceVersion conflicts), which the store's shards claim namespaces with; any other write is
+405, anything else not served 404.  ResourceVersions are the server's own, increasing by one per event.
 
 Control (JSON):
     POST /_replay/start?rate=R&count=N   emit N events (default: the rest of a forward replay)
@@ -36,6 +37,7 @@ import itertools
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,7 +63,9 @@ from benchmarks.replay.recording import (  # noqa: E402
 Key = tuple[str, str]
 BATCH = 256  # events emitted (and written) between two looks at the other connections
 PARTIAL = b"PartialObjectMetadata"
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 410: "Gone"}
+REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+           409: "Conflict", 410: "Gone"}
+WRITABLE = {"leases"}  # the store's shards claim namespaces with Leases (--store); all else is read-only
 
 
 def status_doc(code: int, reason: str, message: str) -> bytes:
@@ -174,7 +178,7 @@ class Replay:
         self.floor = self.rv  # events after this version are kept (up to `window`): a watch from before it is 410
         # (version, resource, type, namespace, step, copy): rendered again for a watch that resumes
         # (90,000 pods' events would not fit as bytes)
-        self.window: collections.deque[tuple[int, Served, bytes, str, int, int]] = collections.deque(maxlen=window)
+        self.window: collections.deque[tuple[int, Served, bytes, str, int, Any]] = collections.deque(maxlen=window)
         self.next_i = 0  # the next event to emit
         self.log: collections.deque[tuple[int, float, str, str, int]] = collections.deque()
         self.log_base = 0
@@ -396,8 +400,9 @@ class Replay:
                 line = b'{"type":"ERROR","object":' + doc + b"}\n"
                 writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(line), line))
                 return
-            for erv, esv, typ, ens, j, k in self.window:
-                if erv > rv and esv is sv and (line := w.line(typ, ens, self.templates[j].render(k, erv))) is not None:
+            for erv, esv, typ, ens, j, k in self.window:  # (a write keeps its bytes in place of the copy)
+                data = self.templates[j].render(k, erv) if j >= 0 else k
+                if erv > rv and esv is sv and (line := w.line(typ, ens, data)) is not None:
                     w.pending.append(line)
         sv.watches.add(w)
         self.dirty.add(w)
@@ -428,8 +433,7 @@ class Replay:
                     if ":" in ln:
                         k, v = ln.split(":", 1)
                         headers[k.strip().lower()] = v.strip()
-                if n := int(headers.get("content-length") or 0):
-                    await reader.readexactly(n)
+                payload = await reader.readexactly(n) if (n := int(headers.get("content-length") or 0)) else b""
                 url = urlsplit(target)
                 q = {k: v[-1] for k, v in parse_qs(url.query).items()}
                 partial = "as=PartialObjectMetadata" in headers.get("accept", "")
@@ -440,7 +444,7 @@ class Replay:
                         await self.watch(r[0], r[1], q, partial, reader, writer)
                         await writer.drain()
                         return
-                code, body = await self.answer(method, url.path, q, partial)
+                code, body = await self.answer(method, url.path, q, partial, payload)
                 writer.write(response(code, body))
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
@@ -449,9 +453,13 @@ class Replay:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def answer(self, method: str, path: str, q: dict[str, str], partial: bool) -> tuple[int, bytes]:
+    async def answer(self, method: str, path: str, q: dict[str, str], partial: bool, payload: bytes = b""
+                     ) -> tuple[int, bytes]:
         if path.startswith("/_replay/"):
             return self.control(method, path.removeprefix("/_replay/"), q)
+        if method in ("POST", "PUT", "DELETE") and (r := self.route(path)) is not None and r[0].res.plural in WRITABLE:
+            self.requests[f"{method} {key_of(r[0].res)}"] += 1
+            return self.write(method, r[0], r[1] or "", r[2], payload)
         if method != "GET":
             self.requests[f"{method} (refused)"] += 1
             return 405, status_doc(405, "MethodNotAllowed", "the replay server is read-only")
@@ -474,6 +482,45 @@ class Replay:
             return self.list_body(sv, ns, q, partial)
         except ValueError as e:
             return 400, status_doc(400, "BadRequest", str(e))
+
+    def write(self, method: str, sv: Served, ns: str, name: str | None, payload: bytes) -> tuple[int, bytes]:
+        """Create, replace or delete one object (Leases only: what shards claim namespaces with),
+        with the API server's optimistic concurrency: a stale resourceVersion is 409."""
+        obj = orjson.loads(payload) if payload else {}
+        meta = obj.setdefault("metadata", {})
+        name = name or meta.get("name")
+        key = (ns, str(name))
+        old = orjson.loads(sv.objects[key]) if key in sv.objects else None
+        want_rv = (obj.get("preconditions") or {}).get("resourceVersion") if method == "DELETE" else meta.get(
+            "resourceVersion")
+        if method == "POST" and old is not None:
+            return 409, status_doc(409, "AlreadyExists", f'{sv.res.plural} "{name}" already exists')
+        if method != "POST" and old is None:
+            return 404, status_doc(404, "NotFound", f'{sv.res.plural} "{name}" not found')
+        if old is not None and want_rv and want_rv != old["metadata"]["resourceVersion"]:
+            return 409, status_doc(409, "Conflict", f'the object has been modified: {sv.res.plural} "{name}"')
+        self.rv += 1
+        if method == "DELETE":
+            obj, typ = old, b"DELETED"
+            del sv.objects[key]
+        else:
+            obj.update(apiVersion=sv.res.api_version, kind=sv.res.kind)
+            meta.update(name=name, namespace=ns or None, uid=old["metadata"]["uid"] if old else str(uuid.uuid4()),
+                        creationTimestamp=(old or obj)["metadata"].get("creationTimestamp")
+                        or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            typ = b"MODIFIED" if old else b"ADDED"
+        assert obj is not None
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        data = orjson.dumps(obj)
+        if typ != b"DELETED":
+            sv.objects[key] = data
+        self.window.append((self.rv, sv, typ, ns, -1, data))
+        for w in sv.watches:
+            if (line := w.line(typ, ns, data)) is not None:
+                w.pending.append(line)
+                self.dirty.add(w)
+        self.flush()
+        return 201 if typ == b"ADDED" else 200, data
 
     def control(self, method: str, what: str, q: dict[str, str]) -> tuple[int, bytes]:
         try:
