@@ -264,3 +264,23 @@ def test_copies_are_distinct_workloads(recorded: tuple[Path, Server], tmp_path: 
         rows = {(r["workload"]["namespace"], r["workload"]["name"]): r["pods"]["ready"]
                 for k in (0, 1, 2) for r in view(replayed, f"{NS}-x{k}" if k else NS)["rows"]}
         assert last and all(rows[key] == ready for key, ready in last.items()), (last, rows)
+
+
+def test_leases_are_writable_with_conflicts(recorded: tuple[Path, Server]) -> None:
+    """The store's shards claim namespaces with Leases: the replay keeps them as the API server
+    does (create once, replace only from the current version); every other kind is read-only."""
+    with ReplayThread(Recording.load(recorded[0])) as rp:
+        leases = f"{rp.url}/apis/coordination.k8s.io/v1/namespaces/{SERVICE_NS}/leases"
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": "shard-0", "labels": {"group": "g"}}, "spec": {"holderIdentity": "a"}}
+        made = httpx.post(leases, json=lease)
+        assert made.status_code == 201 and httpx.post(leases, json=lease).status_code == 409
+        stale = made.json()
+        stale["spec"]["holderIdentity"] = "b"
+        assert httpx.put(f"{leases}/shard-0", json=stale).status_code == 200
+        assert httpx.put(f"{leases}/shard-0", json=stale).status_code == 409  # its version is gone
+        listed = httpx.get(leases, params={"labelSelector": "group=g"}).json()["items"]
+        assert [x["spec"]["holderIdentity"] for x in listed] == ["b"]
+        assert httpx.delete(f"{leases}/shard-0").status_code == 200
+        assert httpx.get(f"{leases}/shard-0").status_code == 404
+        assert httpx.post(f"{rp.url}/api/v1/namespaces/{NS}/pods", json={"metadata": {"name": "x"}}).status_code == 405
