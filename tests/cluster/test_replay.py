@@ -151,12 +151,14 @@ def recorded(apiserver: ApiServer, kubectl: Kubectl, tmp_path_factory: pytest.Te
     """Two JobSets before the recording starts, a third made while it runs, then the changes;
     yields the recording and the service that watched it all happen."""
     kubectl.ensure_namespace(NS)
+    made_class = True
     try:
         apiserver.call("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {
             "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "train"},
             "value": 1000})
     except urllib.error.HTTPError as e:
         assert e.code == 409
+        made_class = False
     spec = FillSpec(workloads=3, namespaces=1, pods_per_job=2, jobs_per_jobset=2)
     c, res, lock, now = Client(apiserver), FillResult(), threading.Lock(), datetime.now(UTC)
     for name in ("rp-a", "rp-b"):
@@ -196,6 +198,11 @@ def recorded(apiserver: ApiServer, kubectl: Kubectl, tmp_path_factory: pytest.Te
     rec.save(path)
     yield path, live
     live.stop()
+    # the session's API server is shared: leave no workloads behind for tests that list them all
+    for collection in (jobset_path(NS), f"/apis/batch/v1/namespaces/{NS}/jobs", pods_path(NS)):
+        apiserver.call("DELETE", f"{collection}?gracePeriodSeconds=0")
+    if made_class:
+        apiserver.call("DELETE", "/apis/scheduling.k8s.io/v1/priorityclasses/train")
 
 
 def test_recording_holds_the_changes(recorded: tuple[Path, Server]) -> None:
