@@ -445,10 +445,11 @@ def own_cpu() -> float:
 
 
 class Cpu:
-    """CPU % (of one core) of the service tree, the API server, etcd and this driver over a window."""
+    """CPU % (of one core) of each named process tree (the service, the API server, etcd...) and
+    of this driver over a window."""
 
-    def __init__(self, service_pid: int, apiserver_pid: int, etcd_pid: int):
-        self.pids = {"service": service_pid, "apiserver": apiserver_pid, "etcd": etcd_pid}
+    def __init__(self, **pids: int):
+        self.pids = pids
 
     def read(self) -> dict[str, float]:
         out = {k: _tree_cpu_seconds(p) for k, p in self.pids.items()}
@@ -655,7 +656,7 @@ def run_steps(args: argparse.Namespace, server: ApiServer, svc: Service, ledger:
     sampler = ModelSampler(svc.port)
     sampler.start()
     driver = Driver(server, ledger, args.connections, pollers, args.sample_every)
-    cpu = Cpu(svc.proc.pid, server.apiserver.pid, server.etcd.pid)
+    cpu = Cpu(service=svc.proc.pid, apiserver=server.apiserver.pid, etcd=server.etcd.pid)
     rows: list[dict[str, Any]] = []
     deadline = time.perf_counter() + args.max_minutes * 60
     try:

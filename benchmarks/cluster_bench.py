@@ -732,7 +732,7 @@ def print_table(summ: dict[str, Any], modes: list[str], spec: FillSpec) -> None:
 class Checkout(Service):
     """A `wlmap serve --cache true` of another checkout (PYTHONPATH), on the same API server."""
 
-    def __init__(self, repo: Path, kubeconfig: Path, log_dir: Path):
+    def __init__(self, repo: Path, kubeconfig: Path, log_dir: Path, extra: list[str] | None = None):
         self.mode = "model"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -744,7 +744,7 @@ class Checkout(Service):
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from app.cli.main import main; main()", "serve", "--host", "127.0.0.1",
              "--port", str(self.port), "--kubeconfig", str(kubeconfig), "--namespace", "wlmap-system",
-             "--auth", "none", "--log-level", "warning", "--cache", "true"],
+             "--auth", "none", "--log-level", "warning", "--cache", "true", *(extra or [])],
             cwd=repo, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.conn: http.client.HTTPConnection | None = None
         self.model_info: dict[str, Any] | None = None
