@@ -104,7 +104,9 @@ def json_text(v: Any) -> bytes | None:
     beyond 64 bits, a lone surrogate, nesting beyond 255).  Distinct JSON values print
     distinctly (1, 1.0, "1" and true; key order too, which the first error found depends on)."""
     try:
-        return orjson.dumps(v)
+        # copied out: orjson hands back its writer's buffer (4 KB for a 1 KB template), and these
+        # texts are kept, by instances and as cache keys
+        return bytes(memoryview(orjson.dumps(v)))
     except TypeError:
         return None
 

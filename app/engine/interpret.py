@@ -539,7 +539,7 @@ def live_base_and_result(
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     out, cd, values, owner_id = _interpret(obj, definition, None, options, False)
     base = LiveBase(
-        orjson.dumps(out),
+        bytes(memoryview(orjson.dumps(out))),  # kept: not orjson's KBs-larger buffer
         cd,
         values,
         owner_id,

@@ -139,7 +139,8 @@ def prepare(obj: Any, strip: bool, projection: Tree | bool = True) -> Input:
     view = strip_noise(obj) if strip and projection is True and isinstance(obj, dict) else obj
     parts = _parts(view, projection) if isinstance(view, dict) and isinstance(projection, dict) else view
     try:
-        raw = orjson.dumps(parts, option=_PLAIN)
+        # copied out of orjson's writer buffer (KBs larger than the text): inputs are kept as keys
+        raw = bytes(memoryview(orjson.dumps(parts, option=_PLAIN)))
     except TypeError:
         raw = b""
     if not raw or _integral_float(raw):

@@ -96,20 +96,19 @@ class Answers:
         got = self.current(obj, d, pods)
         if got is None:
             return None
-        e, parts = got
+        e, docs = got
         out: dict[str, Any] = orjson.loads(inflate(e.result))
-        with_parts(out, e.layout, parts)
+        with_parts(out, e.layout, [part_from(orjson.loads(doc)) for doc in docs])
         out.setdefault("live", {}).update(e.flags)
         return out
 
-    def current(self, obj: Obj, d: Definition, pods: list[Obj]) -> tuple[_Entry, list[PodPart]] | None:
-        """The workload's base and its pods' parts, in the pods' order, each computed only if it
-        is not kept at the version given (None: not evaluated here)."""
+    def current(self, obj: Obj, d: Definition, pods: list[Obj]) -> tuple[_Entry, list[bytes]] | None:
+        """The workload's base and its pods' parts (JSON), in the pods' order, each computed only
+        if it is not kept at the version given (None: not evaluated here)."""
         e = self.base(obj, d)
         if e is None:
             return None
         kept, parts = e.parts, {}
-        made: dict[str, PodPart] = {}
         missing = []
         for p in pods:
             got = kept.get(p.uid)
@@ -126,10 +125,9 @@ class Answers:
             new = self.engine.pod_parts(b, [p.object() for p in missing])
             self.parts_computed += len(new)
             for p, part in zip(missing, new, strict=True):
-                made[p.uid] = part
                 parts[p.uid] = (p.rv, exact(orjson.dumps(part_doc(part))))  # (orjson's own buffer is KBs larger)
         e.parts = parts  # pods gone from the workload leave with their parts
-        return e, [made[p.uid] if p.uid in made else part_from(orjson.loads(parts[p.uid][1])) for p in pods]
+        return e, [parts[p.uid][1] for p in pods]
 
 
 @dataclass(slots=True)
@@ -143,7 +141,7 @@ class Export:
     rv: str
     kept: bytes | None  # the object as kept (JSON); None: the store holds this version already
     entry: _Entry | None  # the base (None: `whole`)
-    pods: list[tuple[Obj, PodPart]]
+    pods: list[tuple[Obj, bytes]]  # each pod and its part (JSON)
     warnings: list[Any]  # WarningEvent
     graph: Any  # the owner graph (each pod's chain, for the diagnosis)
     whole: tuple[bytes, bytes] | None = None  # (answer, diagnosis) JSON

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ..cluster.diagnosis import PodFacts, Symptom, WarningEvent, context_of, explain
-from ..engine.attribution import layout_doc, layout_from, part_doc, part_from
+from ..engine.attribution import layout_doc, layout_from, part_from
 from ..engine.interpret import with_parts
 from ..model.answers import Export
 from ..model.packing import deflate, inflate
@@ -85,11 +85,11 @@ def record(x: Export) -> bytes:
     )
 
 
-def pod_doc(x: Export, pod: Obj, part: Any) -> bytes:
+def pod_doc(x: Export, pod: Obj, part: bytes) -> bytes:
     return orjson.dumps(
         {
             "uid": pod.uid,
-            "part": part_doc(part),
+            "part": orjson.Fragment(part),
             "symptoms": [asdict(s) for s in pod.symptoms],
             "scheduled": pod.scheduled,
             "chain": sorted(x.graph.chain(pod.uid)),
