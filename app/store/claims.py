@@ -13,7 +13,19 @@ holder, and unit Leases are never deleted, so it keeps growing across release an
 
 Takeover: a clean stop releases every Lease and deletes the shard's own, so the others take its
 units at their next look; a shard that dies is noticed once its Leases expire (≤ lease_seconds +
-retry after its last renewal).  Dead shards' Leases are deleted (identities are per process, so
+retry after its last renewal).
+
+Why the Lease is short (6 s, renewed every 1.5 s; Kubernetes' leader election uses 15/10/2 s):
+its duration is the floor of a takeover, and a short one is safe here for two reasons.  The
+holder still drops a unit `deadline` (2/3 of the duration) after its last successful renewal,
+before any rival can see the Lease expire (a rival's clock starts when it saw that renewal, later),
+so while renewals can succeed two shards never both believe they own a unit.  And when that
+fails too (a holder paused, its loop stalled, partitioned past its deadline), every write to the
+store is fenced by the unit's epoch (writer.py): the new owner's claim raises the epoch in the
+store first, and the old owner's writes are refused from then on.  A shorter Lease costs
+renewals (one PUT per unit every `renew` s, one LIST every `retry` s) and a unit is given up and
+synced again when the API server cannot renew it for `deadline` s; it never lets two owners
+write a unit.  Dead shards' Leases are deleted (identities are per process, so
 they would pile up); unit Leases of units that are gone stay, released, to keep their epochs.
 """
 
@@ -38,6 +50,8 @@ GROUP_LABEL = "workload-map.dev/claims"  # the group: shards of one deployment
 KIND_LABEL = "workload-map.dev/lease"  # "shard" or "unit"
 UNIT_ANNOTATION = "workload-map.dev/unit"  # the unit itself (the Lease name is sanitised and hashed)
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+LEASE_SECONDS = 6  # a unit's Lease duration (why so short: the module's docstring)
 
 OnChange = Callable[[dict[str, int], set[str]], Awaitable[None]]
 
@@ -66,9 +80,9 @@ class Claims:
         namespace: str,
         *,
         identity: str | None = None,
-        lease_seconds: int = 15,
-        renew: float = 5.0,
-        retry: float = 2.0,
+        lease_seconds: int = LEASE_SECONDS,
+        renew: float | None = None,
+        retry: float | None = None,
         group: str = "workload-map",
         deadline: float | None = None,
     ):
@@ -76,7 +90,10 @@ class Claims:
             raise ValueError(f"claims group {group!r}: must be a valid label value")
         self.kube, self.namespace, self.group = kube, namespace, group
         self.identity = identity or lease.identity()
-        self.lease_seconds, self.renew, self.retry = lease_seconds, renew, retry
+        self.lease_seconds = lease_seconds
+        # renewed four times per duration, looked at six: a dead shard is seen ~1 s after its expiry
+        self.renew = renew if renew is not None else lease_seconds / 4
+        self.retry = retry if retry is not None else lease_seconds / 6
         # dropped this long after the last renewal: before any other shard can see the Lease expire
         self.deadline = deadline if deadline is not None else lease_seconds * 2 / 3
         if not 0 < self.deadline < lease_seconds:
