@@ -306,20 +306,9 @@ class Kube:
         body: Any = None,
         timeout: float | None = None,
         headers: dict[str, str] | None = None,
+        parse: bool = True,
     ) -> Any:
-        data = await self._body(method, path, query, body, timeout, headers)
-        return orjson.loads(data) if data else None
-
-    async def _body(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, Any] | None = None,
-        body: Any = None,
-        timeout: float | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> bytes:
-        """The answer's body, unparsed (KubeError unless 2xx)."""
+        """The answer parsed (`parse` False: its text); KubeError unless 2xx."""
         resp = await self._send(method, path, query, body, timeout, headers)
         try:
             data = await resp.read()
@@ -329,7 +318,7 @@ class Kube:
             resp.release()
         if not 200 <= resp.status < 300:
             raise _error(resp.status, data, f"{method} {path}")
-        return data
+        return data if not parse else orjson.loads(data) if data else None
 
     # -- typed helpers --------------------------------------------------------------------
     async def resource(self, gvk: GVK) -> Resource | None:
@@ -399,7 +388,7 @@ class Kube:
                 "continue": cont,
                 "resourceVersion": resource_version if cont is None else None,
             }
-            return asyncio.ensure_future(self._body("GET", path, q, headers=headers))
+            return asyncio.ensure_future(self.request("GET", path, q, headers=headers, parse=False))
 
         rv_out = ""
         nxt: asyncio.Task[bytes] | None = fetch(None)
