@@ -7,7 +7,8 @@ units and the live shards, and then:
 - gives up (on_change first, then holderIdentity cleared) the units no longer assigned to it;
 - takes the unit Leases assigned to it when they are free or expired, renews those it holds.
 A unit it cannot renew for `deadline` (< lease_seconds) seconds is dropped by a watchdog before
-its Lease can expire under it, so two shards never both believe they own a unit.  The fencing
+its Lease can expire under it, so two shards never both believe they own a unit (the watchdog
+tries one renewal first: a late one, after this process stalled, keeps the unit if it succeeds).  The fencing
 epoch of a unit is its Lease's leaseTransitions after our acquire: it grows on every change of
 holder, and unit Leases are never deleted, so it keeps growing across release and re-acquire.
 
@@ -341,10 +342,31 @@ class Claims:
             locks = [(u, self._locks[u]) for u in self.owned if u in self._locks]
             late = {u for u, lock in locks if now - lock.renewed >= self.deadline}
             if late:
+                late = await self._renew_late(late)
+            if late:
                 log.warning("claims: %s not renewed for %.1f s; dropped", ", ".join(sorted(late)), self.deadline)
                 await self._drop(late)
             nxt = min((lock.renewed + self.deadline for u, lock in locks if u not in late), default=now + self.retry)
             await asyncio.sleep(max(0.05, min(nxt - now, self.retry)))
+
+    async def _renew_late(self, late: set[str]) -> set[str]:
+        """The late units this shard could not renew now.  A renewal is late when this process
+        stalled (a big list projected under a loaded CPU) as much as when the API server does
+        not answer; one that succeeds now proves that nobody took the unit meanwhile (a taker's
+        write would have moved the Lease's resourceVersion, and ours would be refused)."""
+
+        async def renew(unit: str) -> bool:
+            lock = self._locks.get(unit)
+            if lock is None or not lock.held:
+                return False
+            try:
+                return await asyncio.wait_for(lock.look(), timeout=self.retry) is True
+            except (TimeoutError, KubeError):
+                return False
+
+        units = sorted(late)
+        kept = await asyncio.gather(*(renew(u) for u in units))
+        return {u for u, ok in zip(units, kept, strict=True) if not ok}
 
     async def _tell(self, acquired: dict[str, int], released: set[str]) -> None:
         if self.on_change is None:

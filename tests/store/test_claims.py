@@ -361,17 +361,35 @@ def test_a_shard_that_cannot_renew_drops_its_units_before_another_may_take_them(
         a, b, _ = await c.two(UNITS)
         theirs = set(b.claims.owned)
 
-        async def hung() -> None:  # an API server that stopped answering this shard
+        async def hung(*args: Any, **kw: Any) -> None:  # an API server that stopped answering this shard
             await asyncio.sleep(3600)
 
-        b.claims._look = hung  # type: ignore[method-assign]
+        answers = b.kube.request
+        b.kube.request = hung  # type: ignore[method-assign]
         await until(lambda: c.settled([a], UNITS), 15, "the hung shard's units taken over")
         assert b.claims.owned == {}
+        b.kube.request = answers  # type: ignore[method-assign]
         for u in theirs:  # never two shards believing they own a unit
             dropped = max(t for t, _, released in b.heard if u in released)
             taken = max(t for t, acquired, _ in a.heard if u in acquired)
             assert dropped < taken, u
     on_api(apiserver, lease_rbac, "t-deadline", body)
+
+
+def test_a_shard_whose_own_loop_stalled_past_the_deadline_keeps_its_units_when_it_can_renew(
+        apiserver: ApiServer, lease_rbac: str) -> None:
+    """A stalled process (its event loop busy for longer than the deadline, as a big list projected
+    on a loaded CPU makes it) is not an expired Lease: the watchdog renews late, and nothing moves."""
+    async def body(c: Cluster) -> None:
+        a, b, owners = await c.two(UNITS)
+        before = {s.id: dict(s.claims.owned) for s in (a, b)}
+        heard = {s.id: len(s.heard) for s in (a, b)}
+        time.sleep(b.claims.deadline + 0.5)  # both shards' loop (one loop here) stalled past the deadline
+        await asyncio.sleep(3 * FAST["retry"])
+        assert await c.settled([a, b], UNITS) == owners
+        assert {s.id: dict(s.claims.owned) for s in (a, b)} == before  # same epochs: never dropped
+        assert [s.heard[heard[s.id]:] for s in (a, b)] == [[], []]  # no shard was told it lost a unit
+    on_api(apiserver, lease_rbac, "t-stall", body)
 
 
 @pytest.mark.parametrize("user,namespace", [("bob", NS), ("service", "claims-read-only")],
