@@ -112,12 +112,6 @@ def _error(status: int, body: bytes | None, what: str) -> KubeError:
     return cls(status, reason, message)
 
 
-def _retrieved(task: asyncio.Task[Any]) -> None:
-    """A task's outcome, read so that a failure nobody awaits is not logged as never retrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
 @dataclass(frozen=True)
 class Resource:
     """A served resource: where its objects live."""
@@ -306,9 +300,7 @@ class Kube:
         body: Any = None,
         timeout: float | None = None,
         headers: dict[str, str] | None = None,
-        parse: bool = True,
     ) -> Any:
-        """The answer parsed (`parse` False: its text); KubeError unless 2xx."""
         resp = await self._send(method, path, query, body, timeout, headers)
         try:
             data = await resp.read()
@@ -318,7 +310,7 @@ class Kube:
             resp.release()
         if not 200 <= resp.status < 300:
             raise _error(resp.status, data, f"{method} {path}")
-        return data if not parse else orjson.loads(data) if data else None
+        return orjson.loads(data) if data else None
 
     # -- typed helpers --------------------------------------------------------------------
     async def resource(self, gvk: GVK) -> Resource | None:
@@ -373,14 +365,10 @@ class Kube:
         headers: dict[str, str] | None = None,
     ) -> AsyncIterator[tuple[builtins.list[Any], str]]:  # the method `list` shadows the type here
         """A list page by page, with the list's resourceVersion: a consumer that keeps a little of
-        each object never holds the whole list (8,000 pods are ~70 MB of JSON, ~500 MB as dicts).
-
-        The next page is fetched while the consumer works through this one (a `continue` chain
-        is sequential, but the API server and etcd prepare a page on other cores meanwhile); it
-        is kept as its text until its turn, so one page at a time is parsed."""
-        path = res.path(namespace)
-
-        def fetch(cont: str | None) -> asyncio.Task[bytes]:
+        each object never holds the whole list (8,000 pods are ~70 MB of JSON, ~500 MB as dicts)."""
+        cont: str | None = None
+        rv_out = ""
+        while True:
             q = {
                 "labelSelector": label_selector,
                 "fieldSelector": field_selector,
@@ -388,30 +376,19 @@ class Kube:
                 "continue": cont,
                 "resourceVersion": resource_version if cont is None else None,
             }
-            return asyncio.ensure_future(self.request("GET", path, q, headers=headers, parse=False))
-
-        rv_out = ""
-        nxt: asyncio.Task[bytes] | None = fetch(None)
-        try:
-            while nxt is not None:
-                data = await nxt
-                doc = orjson.loads(data) if data else {}
-                del data
-                items = doc.get("items") or []
-                for item in items:
-                    # list items carry no apiVersion/kind on the wire; interpretation needs them
-                    if isinstance(item, dict) and "kind" not in item:
-                        item["apiVersion"], item["kind"] = res.api_version, res.kind
-                meta = doc.get("metadata") or {}
-                rv_out = meta.get("resourceVersion") or rv_out
-                cont = meta.get("continue")
-                del doc
-                nxt = fetch(cont) if cont else None
-                yield items, rv_out
-        finally:
-            if nxt is not None:  # the consumer stopped early (an error, a stop): the page is not wanted
-                nxt.cancel()
-                nxt.add_done_callback(_retrieved)
+            doc = await self.request("GET", res.path(namespace), q, headers=headers)
+            items = doc.get("items") or []
+            for item in items:
+                # list items carry no apiVersion/kind on the wire; interpretation needs them
+                if isinstance(item, dict) and "kind" not in item:
+                    item["apiVersion"], item["kind"] = res.api_version, res.kind
+            meta = doc.get("metadata") or {}
+            rv_out = meta.get("resourceVersion") or rv_out
+            cont = meta.get("continue")
+            del doc
+            yield items, rv_out
+            if not cont:
+                return
 
     async def watch(
         self,

@@ -50,8 +50,8 @@ def test_a_kind_served_later_is_watched_within_seconds_without_a_poke(apiserver:
 
 def test_a_list_comes_page_by_page_each_object_once_and_a_consumer_may_stop_early(apiserver: ApiServer,
                                                                                   kubectl: Kubectl) -> None:
-    """Pages are fetched one ahead of the consumer: every object still comes once, in the API
-    server's order, with the list's resourceVersion; stopping early leaves nothing behind."""
+    """Every object comes once, page by page in the API server's order, with the list's
+    resourceVersion; a consumer that stops early leaves nothing behind."""
     ns = "wlmap-pages"
     kubectl.ensure_namespace(ns)
     for i in range(7):
@@ -73,7 +73,7 @@ def test_a_list_comes_page_by_page_each_object_once_and_a_consumer_may_stop_earl
             assert sorted(o["metadata"]["name"] for o in whole["items"]) == [f"cm-{i}" for i in range(7)]
 
             gen = kube.pages(cms, ns, limit=3)
-            first, _ = await anext(gen)  # the second page is on its way now
+            first, _ = await anext(gen)
             assert len(first) == 3
             await gen.aclose()
             await asyncio.sleep(0.5)
