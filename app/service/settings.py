@@ -189,6 +189,10 @@ class Settings(BaseModel):
     shard_buckets: Annotated[int, Field(ge=1, le=256), Opt(
         "with --role shard|all: split each cluster into N namespace buckets claimed separately, for a cluster "
         "too big for one shard (all replicas must agree on N)", metavar="N")] = 1
+    shard_lease: Annotated[int, Field(ge=3, le=300), Opt(
+        "with --role shard|all: the duration of the shards' Leases; a shard that dies has its clusters taken over "
+        "about this long after its last renewal (renewed every quarter of it; every store write is fenced, so a "
+        "short Lease never lets two shards write one cluster)", metavar="SECONDS")] = 6
     store_stream_length: Annotated[int, Field(ge=1000), Opt(
         "change events the store keeps for stream resumes; an older token is a 410", metavar="EVENTS")] = 100000
     gc_thresholds: Annotated[str, AfterValidator(_thresholds), Opt(

@@ -80,7 +80,12 @@ class Sharing:
             from ..store.claims import Claims
 
             assert self.home is not None  # Settings.check: shards need a home cluster for their Leases
-            claims = Claims(self.home, self.namespace, group=claims_group(self.store_url))
+            claims = Claims(
+                self.home,
+                self.namespace,
+                group=claims_group(self.store_url),
+                lease_seconds=self.settings.shard_lease,
+            )
             self.shard = Shard(
                 fleet,
                 self.redis,

@@ -7,13 +7,26 @@ units and the live shards, and then:
 - gives up (on_change first, then holderIdentity cleared) the units no longer assigned to it;
 - takes the unit Leases assigned to it when they are free or expired, renews those it holds.
 A unit it cannot renew for `deadline` (< lease_seconds) seconds is dropped by a watchdog before
-its Lease can expire under it, so two shards never both believe they own a unit.  The fencing
+its Lease can expire under it, so two shards never both believe they own a unit (the watchdog
+tries one renewal first: a late one, after this process stalled, keeps the unit if it succeeds).  The fencing
 epoch of a unit is its Lease's leaseTransitions after our acquire: it grows on every change of
 holder, and unit Leases are never deleted, so it keeps growing across release and re-acquire.
 
 Takeover: a clean stop releases every Lease and deletes the shard's own, so the others take its
 units at their next look; a shard that dies is noticed once its Leases expire (≤ lease_seconds +
-retry after its last renewal).  Dead shards' Leases are deleted (identities are per process, so
+retry after its last renewal).
+
+Why the Lease is short (6 s, renewed every 1.5 s; Kubernetes' leader election uses 15/10/2 s):
+its duration is the floor of a takeover, and a short one is safe here for two reasons.  The
+holder still drops a unit `deadline` (2/3 of the duration) after its last successful renewal,
+before any rival can see the Lease expire (a rival's clock starts when it saw that renewal, later),
+so while renewals can succeed two shards never both believe they own a unit.  And when that
+fails too (a holder paused, its loop stalled, partitioned past its deadline), every write to the
+store is fenced by the unit's epoch (writer.py): the new owner's claim raises the epoch in the
+store first, and the old owner's writes are refused from then on.  A shorter Lease costs
+renewals (one PUT per unit every `renew` s, one LIST every `retry` s) and a unit is given up and
+synced again when the API server cannot renew it for `deadline` s; it never lets two owners
+write a unit.  Dead shards' Leases are deleted (identities are per process, so
 they would pile up); unit Leases of units that are gone stay, released, to keep their epochs.
 """
 
@@ -38,6 +51,8 @@ GROUP_LABEL = "workload-map.dev/claims"  # the group: shards of one deployment
 KIND_LABEL = "workload-map.dev/lease"  # "shard" or "unit"
 UNIT_ANNOTATION = "workload-map.dev/unit"  # the unit itself (the Lease name is sanitised and hashed)
 _LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+LEASE_SECONDS = 6  # a unit's Lease duration (why so short: the module's docstring)
 
 OnChange = Callable[[dict[str, int], set[str]], Awaitable[None]]
 
@@ -66,9 +81,9 @@ class Claims:
         namespace: str,
         *,
         identity: str | None = None,
-        lease_seconds: int = 15,
-        renew: float = 5.0,
-        retry: float = 2.0,
+        lease_seconds: int = LEASE_SECONDS,
+        renew: float | None = None,
+        retry: float | None = None,
         group: str = "workload-map",
         deadline: float | None = None,
     ):
@@ -76,7 +91,10 @@ class Claims:
             raise ValueError(f"claims group {group!r}: must be a valid label value")
         self.kube, self.namespace, self.group = kube, namespace, group
         self.identity = identity or lease.identity()
-        self.lease_seconds, self.renew, self.retry = lease_seconds, renew, retry
+        self.lease_seconds = lease_seconds
+        # renewed four times per duration, looked at six: a dead shard is seen ~1 s after its expiry
+        self.renew = renew if renew is not None else lease_seconds / 4
+        self.retry = retry if retry is not None else lease_seconds / 6
         # dropped this long after the last renewal: before any other shard can see the Lease expire
         self.deadline = deadline if deadline is not None else lease_seconds * 2 / 3
         if not 0 < self.deadline < lease_seconds:
@@ -324,10 +342,31 @@ class Claims:
             locks = [(u, self._locks[u]) for u in self.owned if u in self._locks]
             late = {u for u, lock in locks if now - lock.renewed >= self.deadline}
             if late:
+                late = await self._renew_late(late)
+            if late:
                 log.warning("claims: %s not renewed for %.1f s; dropped", ", ".join(sorted(late)), self.deadline)
                 await self._drop(late)
             nxt = min((lock.renewed + self.deadline for u, lock in locks if u not in late), default=now + self.retry)
             await asyncio.sleep(max(0.05, min(nxt - now, self.retry)))
+
+    async def _renew_late(self, late: set[str]) -> set[str]:
+        """The late units this shard could not renew now.  A renewal is late when this process
+        stalled (a big list projected under a loaded CPU) as much as when the API server does
+        not answer; one that succeeds now proves that nobody took the unit meanwhile (a taker's
+        write would have moved the Lease's resourceVersion, and ours would be refused)."""
+
+        async def renew(unit: str) -> bool:
+            lock = self._locks.get(unit)
+            if lock is None or not lock.held:
+                return False
+            try:
+                return await asyncio.wait_for(lock.look(), timeout=self.retry) is True
+            except (TimeoutError, KubeError):
+                return False
+
+        units = sorted(late)
+        kept = await asyncio.gather(*(renew(u) for u in units))
+        return {u for u, ok in zip(units, kept, strict=True) if not ok}
 
     async def _tell(self, acquired: dict[str, int], released: set[str]) -> None:
         if self.on_change is None:

@@ -239,6 +239,7 @@ class ClusterPart:
                 o.hset("meta", "capacity", "")
                 o.xadd("CAPACITY", "")
         current: dict[int, set[str]] = {b: set() for b in self.writers}
+        moved: dict[str, None] = {}  # workloads whose row changed while nobody watched
         for row, facts in m.rows():
             g, k, ns, name = row_key(row)
             b = self.bucket(ns)
@@ -246,14 +247,18 @@ class ClusterPart:
                 continue
             field = keys.row_field(g, k, ns, name)
             current[b].add(field)
-            self._row(ops[b], b, "MODIFIED", field, row, facts, self._resource(m, g, k))
+            if self._row(ops[b], b, "MODIFIED", field, row, facts, self._resource(m, g, k)):
+                moved[str((row.get("workload") or {}).get("uid") or "")] = None
         for b, held in self.known.items():
             for field in [f for f in held if f not in current[b]]:
                 self._gone(ops[b], b, field)
         for b, held in self.sigs.items():  # answers the store holds for workloads that have no row
             for field in [f for f in held if f not in current[b]]:
                 self._gone(ops[b], b, field)
-        self.pending.update((uid, None) for uid, st in m.states.items() if st.row is not None)
+        # every answer is compared with the store's; those of the moved rows first (the rest
+        # mostly match what the previous owner wrote)
+        everyone = {uid: None for uid, st in m.states.items() if st.row is not None}
+        self.pending = {**{u: None for u in moved if u in everyone}, **self.pending, **everyone}
         for o in ops.values():
             self._meta_into(o, m)
         await self._write(ops, beat=True)
@@ -275,11 +280,12 @@ class ClusterPart:
 
     def _row(
         self, o: Ops, b: int, type_: str, field: str, row: dict[str, Any], facts: dict[str, Any] | None, resource: str
-    ) -> None:
+    ) -> bool:
+        """The row into `o` when the store holds another (True), else nothing."""
         data = orjson.dumps(row)
         held = self.known[b].get(field)
         if held == data:
-            return
+            return False
         o.hset("rows", field, data)
         slim = (
             {"result": {"totals": (facts.get("result") or {}).get("totals")}, "gangMin": facts.get("gangMin")}
@@ -289,6 +295,7 @@ class ClusterPart:
         o.hset("facts", field, orjson.dumps(slim))
         o.xadd("ADDED" if held is None else "MODIFIED", field, data, resource)
         self.known[b][field] = data
+        return True
 
     def _gone(self, o: Ops, b: int, field: str) -> None:
         row = self.known[b].pop(field, None)

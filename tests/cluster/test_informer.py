@@ -46,3 +46,40 @@ def test_a_kind_served_later_is_watched_within_seconds_without_a_poke(apiserver:
     finally:
         kubectl.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "gadgets.retry.example.com")
     assert took < 15  # the retry doubles from 1 s; before, it waited its full 30 s
+
+
+def test_a_list_comes_page_by_page_each_object_once_and_a_consumer_may_stop_early(apiserver: ApiServer,
+                                                                                  kubectl: Kubectl) -> None:
+    """Every object comes once, page by page in the API server's order, with the list's
+    resourceVersion; a consumer that stops early leaves nothing behind."""
+    ns = "wlmap-pages"
+    kubectl.ensure_namespace(ns)
+    for i in range(7):
+        kubectl.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": ns},
+                       "data": {"i": str(i)}})
+    cms = Resource("", "v1", "ConfigMap", "configmaps", True)
+    unhandled: list[dict[str, object]] = []
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: unhandled.append(ctx))
+        kube = await Kube.connect(str(apiserver.kubeconfig("admin")))
+        try:
+            pages = [(sorted(o["metadata"]["name"] for o in page), rv, {(o["apiVersion"], o["kind"]) for o in page})
+                     async for page, rv in kube.pages(cms, ns, limit=3)]
+            assert [names for names, _, _ in pages] == [["cm-0", "cm-1", "cm-2"], ["cm-3", "cm-4", "cm-5"], ["cm-6"]]
+            assert len({rv for _, rv, _ in pages}) == 1 and pages[0][1]  # one list, one version
+            assert all(kinds == {("v1", "ConfigMap")} for _, _, kinds in pages)
+            whole = await kube.list(cms, ns, limit=2)
+            assert sorted(o["metadata"]["name"] for o in whole["items"]) == [f"cm-{i}" for i in range(7)]
+
+            gen = kube.pages(cms, ns, limit=3)
+            first, _ = await anext(gen)
+            assert len(first) == 3
+            await gen.aclose()
+            await asyncio.sleep(0.5)
+            assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        finally:
+            await kube.close()
+
+    asyncio.run(run())
+    assert unhandled == []

@@ -281,6 +281,7 @@ def test_lint_strict_is_clean(values: dict[str, Any], kube_version: str | None) 
     {"shards": {"replicas": 0}},
     {"shards": {"buckets": 0}},
     {"shards": {"buckets": 1000}},
+    {"shards": {"leaseSeconds": 1}},
     {"shards": {"podDisruptionBudget": {"maxUnavailable": 0}}},
     {"shards": {"autoscaling": {"enabled": True}}},
     {"api": {"replicas": 0}},
@@ -329,7 +330,7 @@ def test_bundled_layout_renders_shards_api_and_redis() -> None:
     assert sts["template"]["spec"]["serviceAccountName"] == FULLNAME
     shard = workload(objs, "StatefulSet", SHARDS)
     assert shard["args"] == ["serve", "--host", "0.0.0.0", "--port", "8080", "--role", "shard", "--store",
-                             BUNDLED_URL, "--shard-buckets", "1"]
+                             BUNDLED_URL, "--shard-lease", "6", "--shard-buckets", "1"]
     assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in shard["env"]
     assert shard["resources"] == {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
     for c in (api, shard):  # the single process's settings and hardening, unchanged
@@ -446,6 +447,7 @@ def test_the_roles_command_lines_are_what_serve_takes() -> None:
     bundled = objects(render(BUNDLED))
     shard = serve_settings(workload(bundled, "StatefulSet", SHARDS))
     assert (shard.role, shard.store, shard.shard_buckets, shard.store_password) == ("shard", BUNDLED_URL, 1, None)
+    assert shard.shard_lease == 6
     in_a_pod(shard)
     in_a_pod(serve_settings(workload(bundled, "Deployment", API)))
 

@@ -22,6 +22,7 @@ import pytest
 
 from app.cluster.kube import Kube
 from app.cluster.lease import LEASES
+from app.store import keys
 from app.store.claims import (
     GROUP_LABEL,
     KIND_LABEL,
@@ -32,6 +33,7 @@ from app.store.claims import (
 
 from ..cluster.apiserver import ApiServer
 from ..cluster.kubeobjects import Kubectl
+from .redis_server import RedisServer
 
 NS = "wlmap-claims"
 RBAC = "rbac.authorization.k8s.io/v1"
@@ -359,17 +361,35 @@ def test_a_shard_that_cannot_renew_drops_its_units_before_another_may_take_them(
         a, b, _ = await c.two(UNITS)
         theirs = set(b.claims.owned)
 
-        async def hung() -> None:  # an API server that stopped answering this shard
+        async def hung(*args: Any, **kw: Any) -> None:  # an API server that stopped answering this shard
             await asyncio.sleep(3600)
 
-        b.claims._look = hung  # type: ignore[method-assign]
+        answers = b.kube.request
+        b.kube.request = hung  # type: ignore[method-assign]
         await until(lambda: c.settled([a], UNITS), 15, "the hung shard's units taken over")
         assert b.claims.owned == {}
+        b.kube.request = answers  # type: ignore[method-assign]
         for u in theirs:  # never two shards believing they own a unit
             dropped = max(t for t, _, released in b.heard if u in released)
             taken = max(t for t, acquired, _ in a.heard if u in acquired)
             assert dropped < taken, u
     on_api(apiserver, lease_rbac, "t-deadline", body)
+
+
+def test_a_shard_whose_own_loop_stalled_past_the_deadline_keeps_its_units_when_it_can_renew(
+        apiserver: ApiServer, lease_rbac: str) -> None:
+    """A stalled process (its event loop busy for longer than the deadline, as a big list projected
+    on a loaded CPU makes it) is not an expired Lease: the watchdog renews late, and nothing moves."""
+    async def body(c: Cluster) -> None:
+        a, b, owners = await c.two(UNITS)
+        before = {s.id: dict(s.claims.owned) for s in (a, b)}
+        heard = {s.id: len(s.heard) for s in (a, b)}
+        time.sleep(b.claims.deadline + 0.5)  # both shards' loop (one loop here) stalled past the deadline
+        await asyncio.sleep(3 * FAST["retry"])
+        assert await c.settled([a, b], UNITS) == owners
+        assert {s.id: dict(s.claims.owned) for s in (a, b)} == before  # same epochs: never dropped
+        assert [s.heard[heard[s.id]:] for s in (a, b)] == [[], []]  # no shard was told it lost a unit
+    on_api(apiserver, lease_rbac, "t-stall", body)
 
 
 @pytest.mark.parametrize("user,namespace", [("bob", NS), ("service", "claims-read-only")],
@@ -397,3 +417,53 @@ def test_a_shard_without_lease_rights_logs_once_and_owns_nothing(apiserver: ApiS
     said = [r.getMessage() for r in caplog.records if r.name == "wlmap.claims"]
     assert said and all("403" in m or "forbidden" in m.lower() for m in said), said
     assert len(said) == len(set(said)), said  # each distinct message once
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    r = RedisServer().start()
+    yield r
+    r.stop()
+
+
+def test_a_paused_owner_that_still_believes_it_owns_is_fenced_once_another_took_over(
+        apiserver: ApiServer, lease_rbac: str, redis_server: RedisServer) -> None:
+    """Why a short Lease is safe: a shard paused past its Lease (a stopped process, a stalled
+    loop: its watchdog never ran) still believes it owns its units when another takes them, and
+    its writes to the store are refused from the new owner's claim on; the new owner's go in."""
+    from app.store.connection import connect
+    from app.store.writer import Fenced, Ops, UnitWriter
+
+    async def body(c: Cluster) -> None:
+        redis = connect(redis_server.url)
+        try:
+            # the renewals and looks derived from the duration, as a shard started with --shard-lease 3
+            a, b, _ = await c.two(UNITS, renew=None, retry=None)
+            assert (b.claims.renew, b.claims.retry, b.claims.deadline) == (0.75, 0.5, 2.0)
+            unit, epoch = sorted(b.claims.owned.items())[0]
+            old = UnitWriter(redis, unit, unit, b.id, epoch, 1000)
+            await old.claim()
+            ops = Ops()
+            ops.hset("rows", "k", b"before")
+            await old.write(ops)
+            await b.crash()  # paused: nothing released, nothing dropped
+            assert unit in b.claims.owned
+            await until(lambda: c.settled([a], UNITS), 3 + 2 * 0.5 + 5, "the paused shard's units taken over")
+            new_epoch = a.claims.owned[unit]
+            assert new_epoch > epoch
+            new = UnitWriter(redis, unit, unit, a.id, new_epoch, 1000)
+            await new.claim()  # what a new owner does before reading what the store holds
+            late = Ops()
+            late.hset("rows", "k", b"from the paused owner")
+            with pytest.raises(Fenced):
+                await old.write(late)
+            with pytest.raises(Fenced):
+                await old.claim()  # nor can it claim the unit back with its old epoch
+            assert await redis.hget(keys.key(unit, "rows"), "k") == b"before"
+            ops = Ops()
+            ops.hset("rows", "k", b"after")
+            await new.write(ops)
+            assert await redis.hget(keys.key(unit, "rows"), "k") == b"after"
+        finally:
+            await redis.aclose()
+    on_api(apiserver, lease_rbac, "t-paused", body)

@@ -42,7 +42,7 @@ spec:
       command: ["wlmap"]
       args: ["serve", "--host", "0.0.0.0", "--port", "8080"
         {{- with $role }}, "--role", {{ . | quote }}, "--store", {{ include "workload-map.storeURL" $root | quote }}{{ end }}
-        {{- if eq $role "shard" }}, "--shard-buckets", {{ $root.Values.shards.buckets | int64 | quote }}{{ end }}]
+        {{- if eq $role "shard" }}, "--shard-lease", {{ $root.Values.shards.leaseSeconds | int64 | quote }}, "--shard-buckets", {{ $root.Values.shards.buckets | int64 | quote }}{{ end }}]
       env:
         - name: WLMAP_WORKERS
           value: {{ .Values.config.workers | int64 | quote }}
