@@ -30,7 +30,7 @@ from ..engine.attribution import layout_doc, layout_from, part_from
 from ..engine.interpret import with_parts
 from ..model.answers import Export
 from ..model.packing import deflate, inflate
-from ..model.records import Obj
+from ..model.records import Obj, exact
 
 SEP = "\x1f"  # between a row field and a pod uid (neither holds it)
 
@@ -56,11 +56,11 @@ def base_sig(x: Export) -> str:
 
 
 def podlist(x: Export) -> bytes:
-    return orjson.dumps([[p.name, p.uid] for p, _ in x.pods])
+    return exact(orjson.dumps([[p.name, p.uid] for p, _ in x.pods]))  # kept (Written): its own size
 
 
 def warn_doc(x: Export) -> bytes:
-    return orjson.dumps([asdict(w) for w in x.warnings]) if x.warnings else b"[]"
+    return exact(orjson.dumps([asdict(w) for w in x.warnings])) if x.warnings else b"[]"
 
 
 def signature(x: Export, base: str, pods: bytes, warn: bytes) -> bytes:

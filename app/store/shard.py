@@ -29,6 +29,7 @@ from ..karta.registry import Registry
 from ..model.events import Event, EventLog
 from ..model.live import LiveModel, row_key
 from ..model.packing import deflate
+from ..model.records import exact
 from . import answers, keys
 from .answers import Written, part_field
 from .capacity import CapacityExport
@@ -61,6 +62,7 @@ class ClusterPart:
         # bucket -> row field -> its answer's parts as the store holds them (answers.py), once this
         # shard wrote them or found them equal; `podlists`: the pod lists a previous owner left
         self.written: dict[int, dict[str, Written]] = {}
+        self.facts_written: dict[int, dict[str, bytes]] = {}  # bucket -> row field -> metric facts written
         self.podlists: dict[int, dict[str, bytes]] = {}
         self.pending: dict[str, None] = {}  # workload uids whose answer is due
         self.stop = asyncio.Event()
@@ -229,7 +231,7 @@ class ClusterPart:
             await w.claim()
         for b, w in self.writers.items():
             self.known[b], self.sigs[b], self.podlists[b] = await w.held()
-            self.written[b] = {}
+            self.written[b], self.facts_written[b] = {}, {}
         self.capacity.held(await self.writers[self.primary].held_nodes())
         ops = {b: Ops() for b in self.writers}
         for b, o in ops.items():  # another bucket's shard may have written capacity there: ours counts it
@@ -282,17 +284,21 @@ class ClusterPart:
         self, o: Ops, b: int, type_: str, field: str, row: dict[str, Any], facts: dict[str, Any] | None, resource: str
     ) -> bool:
         """The row into `o` when the store holds another (True), else nothing."""
-        data = orjson.dumps(row)
+        data = exact(orjson.dumps(row))  # kept: not orjson's KBs-larger buffer
         held = self.known[b].get(field)
         if held == data:
             return False
         o.hset("rows", field, data)
-        slim = (
-            {"result": {"totals": (facts.get("result") or {}).get("totals")}, "gangMin": facts.get("gangMin")}
-            if facts
-            else None
+        slim = exact(
+            orjson.dumps(
+                {"result": {"totals": (facts.get("result") or {}).get("totals")}, "gangMin": facts.get("gangMin")}
+                if facts
+                else None
+            )
         )
-        o.hset("facts", field, orjson.dumps(slim))
+        if held is None or self.facts_written[b].get(field) != slim:  # a pod event moves the row, not these
+            o.hset("facts", field, slim)
+            self.facts_written[b][field] = slim
         o.xadd("ADDED" if held is None else "MODIFIED", field, data, resource)
         self.known[b][field] = data
         return True
@@ -305,6 +311,7 @@ class ClusterPart:
         for uid in self._pods_held(b, field):
             o.hdel("parts", part_field(field, uid))
         self.written[b].pop(field, None)
+        self.facts_written[b].pop(field, None)
         self.podlists[b].pop(field, None)
         if row is not None:
             o.xadd("DELETED", field, row)

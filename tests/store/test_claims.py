@@ -384,7 +384,15 @@ def test_a_shard_whose_own_loop_stalled_past_the_deadline_keeps_its_units_when_i
         a, b, owners = await c.two(UNITS)
         before = {s.id: dict(s.claims.owned) for s in (a, b)}
         heard = {s.id: len(s.heard) for s in (a, b)}
-        time.sleep(b.claims.deadline + 0.5)  # both shards' loop (one loop here) stalled past the deadline
+        # Stalled just after every Lease was renewed: past the deadline (2 s), short of the
+        # duration (3 s), so no Lease expires; a Lease renewed up to `renew` before the stall
+        # could expire during it, and a rival take it (a race, not what this test is about).
+        locks = [lk for s in (a, b) for lk in (s.claims._me, *s.claims._locks.values()) if lk.held]
+        until = time.monotonic() + 10
+        while max(time.monotonic() - lk.renewed for lk in locks) > 0.2:
+            assert time.monotonic() < until, "the Leases are never renewed together"
+            await asyncio.sleep(0.02)
+        time.sleep(b.claims.deadline + 0.4)  # both shards' loop (one loop here) stalled past the deadline
         await asyncio.sleep(3 * FAST["retry"])
         assert await c.settled([a, b], UNITS) == owners
         assert {s.id: dict(s.claims.owned) for s in (a, b)} == before  # same epochs: never dropped
