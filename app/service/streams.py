@@ -176,6 +176,9 @@ def resume_token(request: Request) -> str | None:
     return request.headers.get("last-event-id") or request.query_params.get("resumeFrom") or None
 
 
+BURST = 256  # list-stream events written at once at most (NDJSON)
+
+
 def _frame(sse: bool, payload: dict[str, Any], token: str) -> Any:
     if sse:
         return ServerSentEvent(data=orjson.dumps(payload).decode(), id=token)
@@ -348,11 +351,20 @@ async def _log_stream(
                 if ev is None:
                     yield _frame(sse, {"type": "BOOKMARK"}, log.token(max(last, log.seq)))
                     continue
-                if ev.seq <= last and not ev.local:  # (a local event carries the current token: never a repeat)
-                    continue  # already sent from the backlog
-                last = max(last, ev.seq)
-                if (sent := await present(ev, ev.type)) is not None:
-                    yield _frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq))
+                batch: list[Any] = []
+                while ev is not None:
+                    # (a local event carries the current token: never a repeat; others may have
+                    # been sent from the backlog already)
+                    if ev.seq > last or ev.local:
+                        last = max(last, ev.seq)
+                        if (sent := await present(ev, ev.type)) is not None:
+                            batch.append(_frame(sse, {"type": sent[0], "object": sent[1]}, log.token(ev.seq)))
+                    # A burst goes out as one write (NDJSON frames are bytes): a write per event
+                    # through the ASGI stack costs more than the event, and a client fell behind.
+                    more = not sse and len(batch) < BURST and not sub.overflowed and not sub.queue.empty()
+                    ev = sub.queue.get_nowait() if more else None
+                if batch:
+                    yield b"".join(batch) if not sse else batch[0]
         finally:
             limits.open["list"] -= 1
             limits.wakes.discard(sub.wake)
