@@ -27,7 +27,8 @@ def pod_ready(pod: dict[str, Any]) -> bool:
 def not_ready_reason(pod: dict[str, Any]) -> str | None:
     """PodScheduled=False reason, else status.reason, else the Ready=False reason."""
     status = pod.get("status") or {}
-    conds = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    # (every pod's part reads this, placed or not: a condition of any shape is data, never a crash)
+    conds = {c["type"]: c for c in status.get("conditions") or [] if isinstance(c, dict) and type(c.get("type")) is str}
     sched = conds.get("PodScheduled")
     if sched and sched.get("status") == "False" and sched.get("reason"):
         return sched["reason"]
@@ -43,8 +44,9 @@ def container_waiting_reason(pod: dict[str, Any]) -> str | None:
     """The first waiting container's reason (CrashLoopBackOff, ImagePullBackOff, ...)."""
     status = pod.get("status") or {}
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        waiting = ((cs or {}).get("state") or {}).get("waiting") or {}
-        if waiting.get("reason"):
+        state = cs.get("state") if isinstance(cs, dict) else None
+        waiting = state.get("waiting") if isinstance(state, dict) else None
+        if isinstance(waiting, dict) and waiting.get("reason"):
             return waiting["reason"]
     return None
 

@@ -79,3 +79,20 @@ def test_one_pod_changed_needs_only_its_part(name: str, obj: dict[str, Any], pod
         got, want = with_pods(base, patched), interpret(obj, d, changed)
         assert orjson.dumps(got) == orjson.dumps(want)
         assert got["live"]["ready"] != with_pods(base, parts)["live"]["ready"] or pod["metadata"]["name"] in got["live"]["unplaced"]
+
+
+def test_every_pod_part_reads_odd_status_fields_as_data() -> None:
+    """Each pod's part reads its row's fields whether the pod is placed or not: condition types
+    and container states of any JSON shape are data (found by tests/fuzz/test_http_schema.py)."""
+    d = REGISTRY.resolve(("apps", "v1", "Deployment"))
+    assert d is not None
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x", "namespace": "n", "uid": "u"},
+           "spec": {"replicas": 1, "template": {"metadata": {"labels": {"a": "b"}},
+                                                 "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]},
+           "status": {"phase": "Running", "conditions": [{"type": [], "status": "True"}, {"type": "PodScheduled"}],
+                      "containerStatuses": [{"name": "c", "state": ["waiting"]}, {"name": "d", "state": {"waiting": 1}}]}}
+    got = interpret(obj, d, [pod])
+    assert got["live"]["unplaced"] == ["p"] and got["live"]["current"] == 0
+    assert orjson.dumps(with_pods(live_base(obj, d), pod_parts(live_base(obj, d), [pod]))) == orjson.dumps(got)
