@@ -190,7 +190,9 @@ class Service:
         workload's lines ready (later scrapes render only what changed)."""
         while not self.stop.is_set() and not (model.synced if model is not None else True):
             await asyncio.sleep(0.5)
-        self.metrics_renderer().render()
+        renderer = self.metrics_renderer()
+        await renderer.warm()  # in chunks: changes keep being applied meanwhile
+        renderer.render()
 
     def metrics_renderer(self) -> WorkloadMetrics:
         if self.workload_metrics is None:
