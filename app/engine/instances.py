@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from ..jqlang.inputs import exact
 from ..jqlang.jqbatch import Result
 from ..jqlang.values import ConversionError, go_json_type, to_int32
 from ..karta.model import FRAGMENT_FIELDS, ComponentDefinition
@@ -104,9 +105,7 @@ def json_text(v: Any) -> bytes | None:
     beyond 64 bits, a lone surrogate, nesting beyond 255).  Distinct JSON values print
     distinctly (1, 1.0, "1" and true; key order too, which the first error found depends on)."""
     try:
-        # copied out: orjson hands back its writer's buffer (4 KB for a 1 KB template), and these
-        # texts are kept, by instances and as cache keys
-        return bytes(memoryview(orjson.dumps(v)))
+        return exact(orjson.dumps(v))  # kept, by instances and as cache keys
     except TypeError:
         return None
 

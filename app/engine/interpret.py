@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..jqlang.inputs import LAST_APPLIED, Input, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
+from ..jqlang.inputs import LAST_APPLIED, Input, exact, input_text, prepare, strip_noise  # noqa: F401 (re-exported)
 from ..jqlang.jqbatch import Result
 from ..karta.load import Definition
 from .accelerators import ResourceRules, request_values
@@ -539,7 +539,7 @@ def live_base_and_result(
         raise InterpretationError("the object is not a valid Kubernetes object", bad)
     out, cd, values, owner_id = _interpret(obj, definition, None, options, False)
     base = LiveBase(
-        bytes(memoryview(orjson.dumps(out))),  # kept: not orjson's KBs-larger buffer
+        exact(orjson.dumps(out)),  # kept
         cd,
         values,
         owner_id,

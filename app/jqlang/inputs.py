@@ -133,14 +133,19 @@ class Input:
         return cls(orjson.loads(text), text, _EXPONENT.search(text) is not None, text)
 
 
+def exact(data: bytes) -> bytes:
+    """`data` in a bytes object of its own size.  orjson returns its writer's buffer, several KB
+    beyond the text (a 1.8 KB pod body held 8 KB): anything kept long, copy through this."""
+    return bytes(memoryview(data))
+
+
 def prepare(obj: Any, strip: bool, projection: Tree | bool = True) -> Input:
     """The input for evaluating expressions (that read `projection` of it) over `obj`.
     Raises OverflowError/TypeError/ValueError when no JSON text can be made of it."""
     view = strip_noise(obj) if strip and projection is True and isinstance(obj, dict) else obj
     parts = _parts(view, projection) if isinstance(view, dict) and isinstance(projection, dict) else view
     try:
-        # copied out of orjson's writer buffer (KBs larger than the text): inputs are kept as keys
-        raw = bytes(memoryview(orjson.dumps(parts, option=_PLAIN)))
+        raw = exact(orjson.dumps(parts, option=_PLAIN))  # inputs are kept, as cache keys
     except TypeError:
         raw = b""
     if not raw or _integral_float(raw):

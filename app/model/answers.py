@@ -19,9 +19,11 @@ from cachetools import LRUCache
 
 from ..engine.attribution import Layout, PodPart, part_doc, part_from
 from ..engine.interpret import LiveBase, generic_flags, with_parts
+from ..jqlang.inputs import exact
 from ..karta.load import Definition
+from .owners import OwnerGraph
 from .packing import deflate, inflate
-from .records import Obj, exact
+from .records import Obj
 
 
 @runtime_checkable
@@ -97,10 +99,7 @@ class Answers:
         if got is None:
             return None
         e, docs = got
-        out: dict[str, Any] = orjson.loads(inflate(e.result))
-        with_parts(out, e.layout, [part_from(orjson.loads(doc)) for doc in docs])
-        out.setdefault("live", {}).update(e.flags)
-        return out
+        return assembled(orjson.loads(inflate(e.result)), e.layout, [orjson.loads(doc) for doc in docs], e.flags)
 
     def current(self, obj: Obj, d: Definition, pods: list[Obj]) -> tuple[_Entry, list[bytes]] | None:
         """The workload's base and its pods' parts (JSON), in the pods' order, each computed only
@@ -130,6 +129,17 @@ class Answers:
         return e, [parts[p.uid][1] for p in pods]
 
 
+def assembled(
+    result: dict[str, Any], layout: Layout, parts: list[dict[str, Any]], flags: dict[str, bool]
+) -> dict[str, Any]:
+    """The live answer from a base's interpretation (`result`, the caller's own copy), its pods'
+    parts (as `part_doc` gave them) and the object's generation flags: the one assembly behind the
+    model's reads and an API replica's (app/store/answers.py)."""
+    with_parts(result, layout, [part_from(doc) for doc in parts])
+    result.setdefault("live", {}).update(flags)
+    return result
+
+
 @dataclass(slots=True)
 class Export:
     """What a shard writes to the store for one workload (app/store/answers.py says how): its
@@ -143,5 +153,5 @@ class Export:
     entry: _Entry | None  # the base (None: `whole`)
     pods: list[tuple[Obj, bytes]]  # each pod and its part (JSON)
     warnings: list[Any]  # WarningEvent
-    graph: Any  # the owner graph (each pod's chain, for the diagnosis)
+    graph: OwnerGraph  # each pod's chain, for the diagnosis
     whole: tuple[bytes, bytes] | None = None  # (answer, diagnosis) JSON

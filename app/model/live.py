@@ -62,6 +62,7 @@ from ..cluster.workloads import (
 )
 from ..engine.interpret import generic_flags
 from ..engine.pool import BACKGROUND  # this model's loops evaluate for no caller
+from ..jqlang.inputs import exact
 from ..jqlang.paths import Tree, merge
 from ..karta.load import Definition
 from ..karta.registry import AmbiguousDefinition, Registry
@@ -76,7 +77,6 @@ from .records import (
     POD_BASE,
     Obj,
     covers,
-    exact,
     pod_expression_projection,
     record,
     workload_projection,

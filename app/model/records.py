@@ -21,6 +21,7 @@ from ..engine.attribution import pod_ready
 from ..engine.compiled import compiled
 from ..engine.interpret import strip_noise
 from ..jqlang import JqParseError, parse
+from ..jqlang.inputs import exact
 from ..jqlang.paths import Tree, merge, needs, project
 from ..karta.load import Definition
 from .capacity import Held, held_by
@@ -99,12 +100,6 @@ class Obj:
 
 
 _intern = sys.intern
-
-
-def exact(data: bytes) -> bytes:
-    """`data` in a bytes object of its own size.  orjson returns its writer's buffer, several KB
-    beyond the text (a 1.8 KB pod body held 8 KB): anything kept long, copy through this."""
-    return bytes(memoryview(data))
 
 
 def _created(ts: Any) -> str | None:

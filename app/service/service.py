@@ -309,13 +309,13 @@ class Service:
     async def evaluate(
         self, d: Definition, obj: dict[str, Any], pods: list[dict[str, Any]] | None, templates: bool = False
     ) -> dict[str, Any]:
-        with self._evaluation(d):
+        with self.evaluation_problems(d):
             result = await self.evaluator.interpret(d, obj, pods, templates)
-        self._counted(d, phase_of(result), [e["part"] for e in result.get("errors") or []])
+        self.count_interpretation(d, phase_of(result), [e["part"] for e in result.get("errors") or []])
         return result
 
     @contextlib.contextmanager
-    def _evaluation(self, d: Definition) -> Iterator[None]:
+    def evaluation_problems(self, d: Definition) -> Iterator[None]:
         """An evaluation's failures as the problems a caller is answered with (counted)."""
         label, metrics = metric_label(d), self.metrics
         try:
@@ -344,7 +344,7 @@ class Service:
             metrics.interpretation_errors.labels(label, "crash").inc()
             raise ProblemError(500, "evaluation-crashed", "Evaluation failed", str(e)) from None
 
-    def _counted(self, d: Definition, phase: str, failed: Sequence[str]) -> None:
+    def count_interpretation(self, d: Definition, phase: str, failed: Sequence[str]) -> None:
         """An interpretation made: its phase, and each part that could not be computed."""
         label, metrics = metric_label(d), self.metrics
         metrics.interpretations.labels(label, phase).inc()
@@ -545,11 +545,11 @@ class ModelEvaluation:
         s = self.service
         if s.evaluator.isolated(d):
             return None
-        with s._evaluation(d):
+        with s.evaluation_problems(d):
             base, result = live_base_and_result(obj, d, s.evaluator.options)
-        s._counted(d, base.phase, base.failed)
+        s.count_interpretation(d, base.phase, base.failed)
         return base, result
 
     def pod_parts(self, base: LiveBase, pods: list[dict[str, Any]]) -> list[PodPart]:
-        with self.service._evaluation(base.cd.definition):
+        with self.service.evaluation_problems(base.cd.definition):
             return pod_parts(base, pods)

@@ -171,11 +171,17 @@ class WorkloadMetrics:
         hold the loop (and the changes arriving) for a second."""
         rows = [x for m in self.models() for x in m.rows()]
         for i, (row, facts) in enumerate(rows):
-            hit = self._lines.get(id(row))
-            if hit is None or hit[0] is not row or hit[1] is not facts:
-                self._lines[id(row)] = (row, facts, self._render([(row, facts)]))
+            self._lines[id(row)] = self._line(row, facts)
             if i % every == every - 1:
                 await asyncio.sleep(0)
+
+    def _line(self, row: dict[str, Any], facts: Any) -> tuple[dict[str, Any], Any, dict[str, str]]:
+        """A workload's lines: as rendered before while its row and facts are the same objects
+        (rows and facts are replaced, never edited), else rendered now."""
+        hit = self._lines.get(id(row))
+        if hit is None or hit[0] is not row or hit[1] is not facts:
+            hit = (row, facts, self._render([(row, facts)]))
+        return hit
 
     def render(self) -> bytes:
         models = self.models()
@@ -184,10 +190,7 @@ class WorkloadMetrics:
             return self._cached[1]
         fresh: dict[int, tuple[dict[str, Any], Any, dict[str, str]]] = {}
         for row, facts in (x for m in models for x in m.rows()):
-            hit = self._lines.get(id(row))
-            if hit is None or hit[0] is not row or hit[1] is not facts:  # rows and facts are replaced, never edited
-                hit = (row, facts, self._render([(row, facts)]))
-            fresh[id(row)] = hit
+            fresh[id(row)] = self._line(row, facts)
         self._lines = fresh
         parts: list[str] = []
         for f in FAMILIES:

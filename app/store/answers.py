@@ -13,7 +13,7 @@ Per workload (by its row field) a unit holds:
 
 A pod event thus writes one part (~0.5 KB) and, if the ready count moved, the row: never the
 whole answer.  A replica reads the four in two round trips and assembles the answer with the
-engine's own assembly (engine/interpret.py `with_parts`) and the diagnosis with `explain`, the
+model's own assembly (app/model/answers.py `assembled`) and the diagnosis with `explain`, the
 same functions the single process runs, so both answer alike.
 """
 
@@ -26,11 +26,11 @@ from typing import Any
 import orjson
 
 from ..cluster.diagnosis import PodFacts, Symptom, WarningEvent, context_of, explain
-from ..engine.attribution import layout_doc, layout_from, part_from
-from ..engine.interpret import with_parts
-from ..model.answers import Export
+from ..engine.attribution import layout_doc, layout_from
+from ..jqlang.inputs import exact
+from ..model.answers import Export, assembled
 from ..model.packing import deflate, inflate
-from ..model.records import Obj, exact
+from ..model.records import Obj
 
 SEP = "\x1f"  # between a row field and a pod uid (neither holds it)
 
@@ -137,9 +137,7 @@ def view(live: bytes, parts: list[bytes | None], warn: bytes | None, events: boo
     if any(p is None for p in parts):
         return None
     docs = [orjson.loads(p) for p in parts if p is not None]
-    out = rec["result"]
-    with_parts(out, layout_from(rec["layout"]), [part_from(d["part"]) for d in docs])
-    out.setdefault("live", {}).update(rec["flags"])
+    out = assembled(rec["result"], layout_from(rec["layout"]), [d["part"] for d in docs], rec["flags"])
     facts = [
         PodFacts(
             d["uid"],

@@ -25,11 +25,11 @@ from ..cluster.informer import Backoff, sleep_or_stop
 from ..cluster.workloads import Interpret, now_iso
 from ..fleet.fleet import Fleet
 from ..fleet.member import Member
+from ..jqlang.inputs import exact
 from ..karta.registry import Registry
 from ..model.events import Event, EventLog
 from ..model.live import LiveModel, row_key
 from ..model.packing import deflate
-from ..model.records import exact
 from . import answers, keys
 from .answers import Written, part_field
 from .capacity import CapacityExport
